@@ -1,0 +1,58 @@
+# gpufleet.nvidia — developer entry points. The README documents two of them:
+#   make demo   set everything up and converge site.yml on the simulated fleet
+#   make test   run every check CI runs (lint, sanity, unit, Molecule)
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+SYSTEM_PACKAGES := docker.io debootstrap apt-utils gnupg dpkg-dev git
+STAMP := $(VENV)/.installed-$(shell sha256sum requirements/dev.txt | cut -c1-12)
+
+.PHONY: setup demo test lint sanity unit molecule build changelog clean-harness
+
+setup: $(STAMP)
+	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  for i in 1 2 3; do apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null && break; \
+	    [ $$i -lt 3 ] || exit 1; sleep $$((i * 10)); done; \
+	fi
+
+$(STAMP): requirements/dev.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	for i in 1 2 3; do $(PY) -m pip install -q -r requirements/dev.txt && break; \
+	  [ $$i -lt 3 ] || exit 1; sleep $$((i * 10)); done
+	rm -f $(VENV)/.installed-*; touch $@
+
+demo: setup
+	tests/harness/demo.sh
+
+test: setup lint sanity unit molecule
+	@echo "make test: all checks passed"
+
+lint: setup
+	yamllint -s .
+	ansible-lint
+
+sanity: setup
+	tests/harness/sanity.sh
+
+# pytest exits 5 when it collected nothing: that is a failure here, not a pass.
+unit: setup
+	$(PY) -m pytest -q tests/unit
+
+molecule: setup
+	tests/harness/molecule.sh
+
+build: setup
+	ansible-galaxy collection build --force --output-path build/
+
+changelog: setup
+	antsibull-changelog release
+
+clean-harness:
+	tests/harness/demo.sh --down || true
+	tests/harness/simulated-repo.sh stop || true
+	tests/harness/docker-engine.sh stop || true

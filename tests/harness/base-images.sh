@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Build the systemd base images the Molecule scenarios run on. No registry is
+# reachable, so images come from debootstrap + `docker import`, and are reused
+# while their recipe (this file's content + release + package list) is unchanged.
+#   base-images.sh [debian12] [debian13]     (default: both)
+set -euo pipefail
+
+MIRROR=${GPUFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# What a minimal managed server has, plus python3-apt so Ansible's apt modules
+# need not install it into every test container.
+PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,iproute2,procps,kmod,gpgv"
+
+declare -A SUITE=([debian12]=bookworm [debian13]=trixie)
+here=$(cd "$(dirname "$0")" && pwd)
+recipe_hash() {
+  { cat "$0"; echo "$1 $MIRROR $PACKAGES"; } | sha256sum | cut -c1-12
+}
+
+retry() {
+  local n=0
+  until "$@"; do
+    n=$((n + 1))
+    if [ "$n" -ge 3 ]; then echo "failed after $n attempts: $*" >&2; return 1; fi
+    sleep $((n * 10))
+  done
+}
+
+build() {
+  local name=$1 suite=${SUITE[$1]} tag
+  tag="gpufleet/${name}-systemd:$(recipe_hash "$name")"
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    echo "base image $tag: cached"
+  else
+    command -v debootstrap >/dev/null || {
+      export DEBIAN_FRONTEND=noninteractive
+      retry apt-get update -qq && retry apt-get install -y -qq debootstrap >/dev/null
+    }
+    local root
+    root=$(mktemp -d /var/tmp/gpufleet-rootfs.XXXXXX)
+    trap 'rm -rf "$root"' RETURN
+    echo "base image $tag: debootstrap $suite (a few minutes)"
+    retry debootstrap --variant=minbase --include="$PACKAGES" "$suite" "$root" "$MIRROR" \
+      >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; return 1; }
+    rm -f "$root.log"
+    # Trim what a container never uses and make systemd container-friendly.
+    chroot "$root" apt-get clean
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* "$root"/usr/share/man/*
+    for unit in systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service \
+                getty.target console-getty.service systemd-remount-fs.service; do
+      ln -sf /dev/null "$root/etc/systemd/system/$unit"
+    done
+    printf '%s\n' "$name" >"$root/etc/hostname"
+    : >"$root/etc/machine-id"
+    tar -C "$root" -c . | docker import \
+      --change 'CMD ["/lib/systemd/systemd"]' \
+      --change 'ENV container=docker' \
+      - "$tag" >/dev/null
+    echo "base image $tag: built"
+  fi
+  # A stable name for scenarios; the hash tag keeps the cache honest.
+  docker tag "$tag" "gpufleet/${name}-systemd:latest"
+}
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(debian12 debian13)
+for t in "${targets[@]}"; do
+  [ -n "${SUITE[$t]:-}" ] || { echo "unknown image $t (known: ${!SUITE[*]})" >&2; exit 2; }
+  build "$t"
+done
