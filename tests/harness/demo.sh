@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make demo`: start the built-in simulated fleet (inventories/simulated) as
+# systemd containers, each planted with a GPU profile, then converge site.yml
+# on it exactly as an operator would: ansible-playbook site.yml -l gpu_nodes.
+#   demo.sh          bring the fleet up (reusing running nodes) and converge
+#   demo.sh --down   remove the fleet's containers
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/harness/env.sh
+. "$here/env.sh"
+export PATH="$top/.venv/bin:$PATH"
+export ANSIBLE_CONFIG="$top/ansible.cfg"
+inventory="$top/inventories/simulated/hosts.yml"
+
+# host<TAB>image for every node of the simulated inventory
+nodes() {
+  ansible-inventory -i "$inventory" --list | python3 -c '
+import json, sys
+inv = json.load(sys.stdin)
+for host in inv["gpu_nodes"]["hosts"]:
+    print(host, inv["_meta"]["hostvars"][host]["gpufleet_demo_image"], sep="\t")'
+}
+
+if [ "${1:-}" = "--down" ]; then
+  nodes | while IFS=$'\t' read -r host _; do docker rm -f "$host" >/dev/null 2>&1 || true; done
+  echo "simulated fleet removed"
+  exit 0
+fi
+
+"$here/docker-engine.sh" start
+"$here/base-images.sh"
+PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start
+
+nodes | while IFS=$'\t' read -r host image; do
+  if [ "$(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null)" = true ]; then
+    echo "node $host: running"
+    continue
+  fi
+  docker rm -f "$host" >/dev/null 2>&1 || true
+  # Same container shape as the Molecule platforms (.config/molecule/config.yml).
+  docker run -d --name "$host" --hostname "$host" \
+    --cap-add SYS_ADMIN --tmpfs /run --tmpfs /run/lock \
+    -v /sys/fs/cgroup:/sys/fs/cgroup:ro --network host --restart always \
+    "gpufleet/${image}-systemd:latest" /lib/systemd/systemd >/dev/null
+  echo "node $host: started ($image)"
+done
+
+cd "$top"
+ansible-playbook -i "$inventory" molecule/_shared/prepare.yml \
+  -e gpufleet_test_sim_dir="$top/tests/nvidia_sim"
+ansible-playbook -i "$inventory" site.yml -l gpu_nodes \
+  -e gpufleet_test_repo_url="$GPUFLEET_TEST_REPO_URL" \
+  -e gpufleet_test_repo_dir="$GPUFLEET_TEST_REPO_DIR"
+echo
+echo "The simulated fleet is still running: explore it with"
+echo "  ansible-playbook -i $inventory gpufleet.nvidia.gpu_report"
+echo "and remove it with: tests/harness/demo.sh --down"
