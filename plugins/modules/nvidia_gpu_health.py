@@ -1,0 +1,521 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: nvidia_gpu_health
+short_description: Evaluate the health of the NVIDIA GPUs of a host, read-only
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Reads the GPUs with one C(nvidia-smi -q -x), the NVLink state with C(nvidia-smi nvlink -s) where NVLink can
+    exist, and the kernel log of the current boot, and returns findings, each with a stable O(ignore:code), a
+    severity, the GPU it concerns, the evidence and the advice an operator follows.
+  - "Checks: Xid errors in the kernel log, with NVIDIA's meaning and the usual action (drain for Xid 48, 64, 74, 79,
+    95, 119, 120; reset for 61, 62 and other codes NVIDIA marks C(RESET_GPU); reset when convenient for 63 and 94;
+    trend for 92; application errors, not node faults, for 13, 31, 43, 45, 68); NVSwitch SXid errors; a GPU that fell
+    off the bus; uncorrectable ECC errors; pending retired pages and remapped rows and remapping failures; the
+    driver's recovery action and reset flags; temperature against the GPU's own slowdown threshold; active HW
+    slowdown, HW thermal slowdown, HW power brake and SW thermal slowdown; PCIe link width or (under load)
+    generation below the maximum; NVLinks down; fewer GPUs than expected; persistence mode off; and C(nvidia-smi)
+    itself failing (driver not loaded, version mismatch, GPU lost, ...), hanging or being slow."
+  - Never changes anything on the host. A broken driver is a finding, not a module failure, unless
+    O(fail_when_unhealthy=true).
+  - "Severities: V(critical) means take the node or GPU out of service now; V(warning) needs an operator but work may
+    continue; V(info) is worth knowing and does not make the host unhealthy by default."
+extends_documentation_fragment:
+  - gpufleet.nvidia.nvidia_smi
+  - gpufleet.nvidia.attributes
+  - gpufleet.nvidia.attributes.INFO_MODULE
+  - gpufleet.nvidia.attributes.PLATFORM_LINUX_NVIDIA
+options:
+  expected_gpu_count:
+    description:
+      - Number of GPUs the host must have. Fewer is a V(critical) finding (O(ignore:code=gpu_count_low)).
+      - When omitted, the GPU count is not checked.
+    type: int
+  temperature_margin_c:
+    description:
+      - A GPU whose temperature is within this many degrees Celsius of its own slowdown threshold gets a V(warning);
+        at or above the threshold it gets a V(critical) finding.
+      - The threshold is the one the GPU reports (C(GPU Slowdown Temp)), or its T.Limit margins on GPUs that report
+        only those. GPUs that report neither are not judged on temperature.
+    type: int
+    default: 5
+  max_smi_seconds:
+    description:
+      - An C(nvidia-smi -q -x) that takes longer than this many seconds is a V(warning) (O(ignore:code=nvidia_smi_slow)),
+        which usually means persistence is off or a GPU struggles.
+      - Keep it below O(timeout); a call that reaches O(timeout) is stopped and is a V(critical) finding instead.
+    type: float
+    default: 10
+  require_persistence:
+    description:
+      - Report GPUs with persistence mode off as a V(warning).
+    type: bool
+    default: true
+  ignore_xids:
+    description:
+      - Xid codes to leave out of the findings, for codes a site has triaged as harmless on its workloads.
+    type: list
+    elements: int
+    default: []
+  ecc_aggregate_uncorrectable_max:
+    description:
+      - Lifetime (aggregate) uncorrectable ECC errors are reported as V(info) because errors already repaired by row
+        remapping or page retirement stay counted. Above this count they become a V(warning).
+      - Volatile uncorrectable errors (since the driver loaded) are always V(critical).
+    type: int
+  check_pcie:
+    description:
+      - Compare the PCIe link width and generation of each GPU with the maximum it and the slot support.
+      - A narrower link is always reported. A lower generation is reported only while the GPU is at least
+        O(pcie_gen_min_utilization) percent busy, because GPUs lower their link generation when idle to save power.
+      - Some cloud instances run their GPUs on a narrower link by design; set V(false) there.
+    type: bool
+    default: true
+  pcie_gen_min_utilization:
+    description:
+      - GPU utilization, in percent, from which a PCIe link generation below the maximum counts as degraded.
+      - GPUs in MIG mode report no utilization; their link generation is not judged.
+    type: int
+    default: 50
+  check_nvlink:
+    description:
+      - Whether to read the NVLink state with C(nvidia-smi nvlink -s), one more C(nvidia-smi) process.
+      - V(auto) reads it on hosts with two or more GPUs, because NVLink needs a peer and C(nvidia-smi -q -x) does not
+        say whether a GPU has NVLink. V(always) also reads it on single-GPU hosts (for example GB200 compute trays);
+        V(never) skips it.
+      - A GPU with fewer active links than O(nvlink_expected_active), or, when that is not set, than the best
+        connected GPU of the same model on the host, is a V(critical) finding (O(ignore:code=nvlink_down)). A host
+        whose GPUs report no active link at all is taken to use no NVLink.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  nvlink_expected_active:
+    description:
+      - Number of active NVLinks every GPU must have, for example V(18) on H100 SXM or V(12) on A100 SXM.
+    type: int
+  kernel_log_source:
+    description:
+      - Where to look for Xid, SXid and fallen-off-the-bus messages.
+      - V(journal) runs C(journalctl -k) (kernel messages of the current boot) limited to O(xid_window).
+      - V(dmesg) reads the kernel ring buffer and keeps the messages younger than O(xid_window) by their
+        seconds-since-boot stamps (messages without a stamp are kept).
+      - V(auto) uses the journal when C(journalctl) works and returns kernel messages, else C(dmesg).
+      - V(file) reads O(kernel_log_path) (a saved C(dmesg) or journal dump, for air-gapped triage and tests); every
+        event in the file counts, because its stamps cannot be related to the current boot.
+      - V(none) skips the kernel log.
+      - Only the current boot is read, because rebooting is the remedy for most drain-class Xids.
+      - Reading the kernel log usually needs root; when it cannot be read the module reports a V(warning)
+        (O(ignore:code=kernel_log_unavailable)).
+    type: str
+    choices: [auto, journal, dmesg, file, none]
+    default: auto
+  kernel_log_path:
+    description:
+      - File read when O(kernel_log_source=file).
+    type: path
+  xid_window:
+    description:
+      - How far back to look in the kernel log, as a number with unit V(s), V(m), V(h), V(d) or V(w) (V(30m), V(24h),
+        V(7d)), or V(boot) for the whole current boot.
+    type: str
+    default: 24h
+  fail_on:
+    description:
+      - The lowest severity that makes RV(healthy) false.
+    type: str
+    choices: [critical, warning, info]
+    default: warning
+  fail_when_unhealthy:
+    description:
+      - Fail the task when the host is not healthy, with the findings in the result. By default the task succeeds and
+        the caller decides from RV(healthy).
+    type: bool
+    default: false
+notes:
+  - "Cost: one C(nvidia-smi -q -x) per run, plus one C(nvidia-smi nvlink -s) where NVLink is checked, plus one
+    C(journalctl) or C(dmesg). The XML report is slower than a C(--query-gpu) CSV query (hundreds of milliseconds
+    instead of milliseconds on a GPU with persistence on), but it is the only single call that carries the slowdown
+    thresholds, remapped rows, retired pages, throttle reasons, PCIe generation and width, and reset status
+    together; the CSV route needs a second process for remapped rows and still lacks the thresholds."
+  - Run with O(ignore:become=true) so that the kernel log and every GPU field can be read.
+  - Suitable for Slurm C(HealthCheckProgram) style checks when O(timeout) stays well below the scheduler's limit.
+seealso:
+  - module: gpufleet.nvidia.nvidia_smi_info
+  - name: NVIDIA Xid catalogue
+    description: NVIDIA's list of Xid codes with their immediate and investigatory actions.
+    link: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
+  - name: NVIDIA GPU memory error management
+    description: Row remapping, contained and uncontained ECC errors, and recovery actions.
+    link: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html
+"""
+
+EXAMPLES = r"""
+- name: Check the GPUs of an 8-GPU HGX node
+  gpufleet.nvidia.nvidia_gpu_health:
+    expected_gpu_count: 8
+    nvlink_expected_active: 18
+  become: true
+  register: gpu_health
+
+- name: Drain the node in Slurm when the GPUs are not healthy
+  ansible.builtin.command:
+    cmd: scontrol update nodename={{ inventory_hostname_short }} state=drain reason="gpu health {{ gpu_health.findings | map(attribute='code') | join(',') }}"
+  delegate_to: "{{ groups['slurm_controller'][0] }}"
+  when: not gpu_health.healthy
+  changed_when: true
+
+- name: Fail the play on critical findings only, looking at the last hour of kernel log
+  gpufleet.nvidia.nvidia_gpu_health:
+    xid_window: 1h
+    fail_on: critical
+    fail_when_unhealthy: true
+  become: true
+
+- name: Triage a saved dmesg dump from an air-gapped host
+  gpufleet.nvidia.nvidia_gpu_health:
+    kernel_log_source: file
+    kernel_log_path: /srv/triage/node17-dmesg.txt
+    ignore_xids: [13, 43]
+  become: true
+"""
+
+RETURN = r"""
+healthy:
+  description: V(true) when no finding is at or above O(fail_on) severity.
+  returned: always
+  type: bool
+  sample: false
+findings:
+  description:
+    - What is wrong, most severe first. Every finding has O(ignore:code), O(ignore:severity), O(ignore:gpu),
+      O(ignore:evidence) and O(ignore:advice); some add details named after what they measure.
+    - "Codes: V(xid_<N>), V(sxid_<N>), V(gpu_fell_off_bus), V(ecc_uncorrectable_volatile), V(ecc_uncorrectable_history),
+      V(remapped_rows_failure), V(remapped_rows_pending), V(retired_pages_pending), V(gpu_recovery_action),
+      V(gpu_drain_and_reset_recommended), V(gpu_reset_required), V(temperature_at_slowdown),
+      V(temperature_near_slowdown), V(hw_slowdown), V(hw_thermal_slowdown), V(hw_power_brake_slowdown),
+      V(sw_thermal_slowdown), V(pcie_link_width_degraded), V(pcie_link_gen_degraded), V(persistence_mode_off),
+      V(nvlink_down), V(nvlink_state_unavailable), V(gpu_count_low), V(nvidia_smi_<reason>) (reasons as in the
+      notes), V(nvidia_smi_slow), V(nvidia_smi_warning) and V(kernel_log_unavailable)."
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    code:
+      description: Stable identifier of the kind of finding.
+      type: str
+      sample: xid_79
+    severity:
+      description: V(critical), V(warning) or V(info).
+      type: str
+      sample: critical
+    gpu:
+      description:
+        - The GPU concerned, with C(index), C(uuid) and C(pci_bus_id); C(null) for host-wide findings.
+        - For an Xid on a GPU that nvidia-smi no longer lists, only C(pci_bus_id) is set.
+      type: dict
+      sample: {"index": 3, "uuid": "GPU-4b6ebbfe-8eac-8fed-1939-b4c545eafa7f", "pci_bus_id": "00000000:3B:00.0"}
+    evidence:
+      description: What was seen, with the log line or reading.
+      type: str
+      sample: "GPU 3 (00000000:3B:00.0): Xid 79 (GPU has fallen off the bus) logged 1 time; last: [12345.678901] NVRM:
+        Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+    advice:
+      description: What an operator does about it.
+      type: str
+      sample: Drain and reboot the node; if it recurs, check power, cooling, the riser and the PCIe slot and open a
+        hardware case.
+    xid:
+      description:
+        - Xid code, for C(xid_*) findings; they also carry C(xid_name), C(meaning), C(action) (V(drain), V(reset),
+          V(reset_when_convenient), V(trend), V(application) or V(investigate)), C(count), C(first_seen) and
+          C(last_seen).
+        - C(first_seen) and C(last_seen) are the log's own time stamp text, or C(<seconds> s after boot) for raw
+          C(dmesg) lines, or C(null).
+      type: int
+      returned: for Xid findings
+      sample: 79
+summary:
+  description: Number of findings per severity.
+  returned: always
+  type: dict
+  sample: {"critical": 1, "warning": 2, "info": 0}
+gpus:
+  description:
+    - The readings each GPU was judged on; values the GPU does not report are C(null).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - index: 0
+      uuid: GPU-513536b6-7d19-9063-b049-1e69664bb298
+      pci_bus_id: "00000000:01:00.0"
+      name: NVIDIA A100-SXM4-80GB
+      persistence_mode: true
+      temperature_c: 34
+      slowdown_temperature_c: 89
+      ecc_uncorrectable_volatile: 0
+      remapped_rows_pending: false
+      pcie_link_gen_current: 4
+      pcie_link_width_current: 16
+driver_version:
+  description: Driver version nvidia-smi reported, or C(null) when it failed.
+  returned: always
+  type: str
+  sample: 550.90.07
+nvidia_smi_seconds:
+  description: Wall time of the C(nvidia-smi -q -x) call.
+  returned: always
+  type: float
+  sample: 0.412
+nvidia_smi_calls:
+  description: Number of C(nvidia-smi) runs this module made (attempted, when the binary is missing).
+  returned: always
+  type: int
+  sample: 2
+kernel_log:
+  description: How the kernel log was read.
+  returned: always
+  type: dict
+  contains:
+    source:
+      description: V(journal), V(dmesg), V(file), or V(none) when it was skipped or could not be read.
+      type: str
+      sample: journal
+    window_seconds:
+      description: Look-back window in seconds, C(null) for the whole boot.
+      type: int
+      sample: 86400
+    events:
+      description: Number of Xid, SXid and fallen-off-the-bus messages found in the window, before O(ignore_xids).
+      type: int
+      sample: 3
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import (
+    evaluate,
+    events_within,
+    health_view,
+    is_healthy,
+    parse_duration,
+    parse_xid_events,
+    summarize,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
+    classify_failure,
+    parse_nvlink_status,
+    parse_xml,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import TIMEOUT_RC
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner import (
+    NVIDIA_SMI_ARGUMENT_SPEC,
+    format_command,
+    run_nvidia_smi,
+)
+
+XML_ARGS = ['-q', '-x']
+NVLINK_ARGS = ['nvlink', '-s']
+_UNPARSABLE_HINT = ('nvidia-smi answered, but not with the XML report of nvidia-smi -q -x. Check that '
+                    'nvidia_smi_path points to the real NVIDIA binary and run nvidia-smi -q -x on the host.')
+
+
+def _first_line(text):
+    lines = (text or '').strip().splitlines()
+    return lines[0] if lines else ''
+
+
+def read_gpus(module):
+    """Return (gpus, driver_version, smi_failure, smi_warnings, seconds)."""
+    started = time.monotonic()
+    rc, stdout, stderr = run_nvidia_smi(module, XML_ARGS)
+    seconds = time.monotonic() - started
+    failure = classify_failure(rc, stdout, stderr)
+    if rc != 0 or (failure.reason and '<nvidia_smi_log' not in (stdout or '')):
+        return [], None, {'reason': failure.reason or 'unknown', 'hint': failure.hint, 'rc': rc,
+                          'stdout': stdout, 'stderr': stderr}, [], seconds
+    try:
+        report = parse_xml(stdout)
+    except ValueError as exc:
+        module.fail_json(msg='%s (%s)' % (_UNPARSABLE_HINT, exc), reason='unparsable_output', rc=rc,
+                         cmd=format_command(['nvidia-smi'] + XML_ARGS), stdout=stdout[:4000], stderr=stderr)
+    return ([health_view(gpu) for gpu in report['gpus']], report.get('driver_version'), None,
+            report.get('warnings') or [], seconds)
+
+
+def read_nvlink(module, gpu_count):
+    """Return (nvlink status list or None, nvlink_error or None, number of nvidia-smi calls)."""
+    mode = module.params['check_nvlink']
+    if mode == 'never' or (mode == 'auto' and gpu_count < 2):
+        return None, None, 0
+    # In auto mode a host may well have no NVLink; failing to read it then is only worth a note.
+    severity = 'warning' if mode == 'always' else 'info'
+    rc, stdout, stderr = run_nvidia_smi(module, NVLINK_ARGS)
+    if rc != 0:
+        failure = classify_failure(rc, stdout, stderr)
+        return None, (severity, 'nvidia-smi nvlink -s failed with rc %s (%s): %s'
+                      % (rc, failure.reason, _first_line(stderr or stdout))), 1
+    try:
+        return parse_nvlink_status(stdout), None, 1
+    except ValueError as exc:
+        return None, (severity, 'nvidia-smi nvlink -s output not understood: %s' % exc), 1
+
+
+def _uptime():
+    try:
+        with open('/proc/uptime') as handle:
+            return float(handle.read().split()[0])
+    except (IOError, OSError, ValueError, IndexError):
+        return None
+
+
+def _run_reader(module, binary_name, args):
+    binary = module.get_bin_path(binary_name)
+    if not binary:
+        return None, '%s not found' % binary_name
+    rc, stdout, stderr = run_nvidia_smi(module, args, binary=binary)
+    if rc == TIMEOUT_RC:
+        return None, '%s did not finish within %s seconds' % (binary_name, module.params['timeout'])
+    if rc != 0:
+        return None, '%s failed with rc %s: %s' % (binary_name, rc, _first_line(stderr or stdout))
+    return stdout, None
+
+
+def _journal(module, window):
+    args = ['-k', '--no-pager', '--quiet', '--output=short-iso']
+    if window is not None:
+        args.append('--since=-%ds' % window)
+    return _run_reader(module, 'journalctl', args)
+
+
+def _dmesg(module, window):
+    text, error = _run_reader(module, 'dmesg', [])
+    if error:
+        return None, None, error
+    return text, _uptime(), None
+
+
+def read_kernel_log(module, window):
+    """Return (events, source, error)."""
+    source = module.params['kernel_log_source']
+    if source == 'none':
+        return [], 'none', None
+    if source == 'file':
+        try:
+            with open(module.params['kernel_log_path'], 'rb') as handle:
+                text = handle.read().decode('utf-8', 'replace')
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='cannot read kernel_log_path %s: %s' % (module.params['kernel_log_path'], exc))
+        return parse_xid_events(text), 'file', None
+
+    journal_text = None
+    if source in ('auto', 'journal'):
+        text, error = _journal(module, window)
+        # A journal without kernel messages (containers, volatile storage
+        # that lost them) says nothing; dmesg may still know.
+        if source == 'journal' or (text is not None and text.strip()):
+            return (parse_xid_events(text), 'journal', None) if error is None else ([], 'none', error)
+        journal_text = text
+
+    text, uptime, error = _dmesg(module, window)
+    if error:
+        if source == 'auto' and journal_text is not None:
+            return [], 'journal', None
+        return [], 'none', error
+    return events_within(parse_xid_events(text), uptime, window), 'dmesg', None
+
+
+def _check_params(module):
+    params = module.params
+    for name in ('expected_gpu_count', 'temperature_margin_c', 'pcie_gen_min_utilization',
+                 'nvlink_expected_active', 'ecc_aggregate_uncorrectable_max'):
+        if params[name] is not None and params[name] < 0:
+            module.fail_json(msg='%s must not be negative, got %s' % (name, params[name]))
+    if params['max_smi_seconds'] <= 0:
+        module.fail_json(msg='max_smi_seconds must be positive, got %s' % params['max_smi_seconds'])
+    try:
+        return parse_duration(params['xid_window'])
+    except ValueError as exc:
+        module.fail_json(msg='xid_window: %s' % exc)
+
+
+def main():
+    argument_spec = dict(NVIDIA_SMI_ARGUMENT_SPEC)
+    argument_spec.update(
+        expected_gpu_count=dict(type='int'),
+        temperature_margin_c=dict(type='int', default=5),
+        max_smi_seconds=dict(type='float', default=10.0),
+        require_persistence=dict(type='bool', default=True),
+        ignore_xids=dict(type='list', elements='int', default=[]),
+        ecc_aggregate_uncorrectable_max=dict(type='int'),
+        check_pcie=dict(type='bool', default=True),
+        pcie_gen_min_utilization=dict(type='int', default=50),
+        check_nvlink=dict(type='str', choices=['auto', 'always', 'never'], default='auto'),
+        nvlink_expected_active=dict(type='int'),
+        kernel_log_source=dict(type='str', choices=['auto', 'journal', 'dmesg', 'file', 'none'], default='auto'),
+        kernel_log_path=dict(type='path'),
+        xid_window=dict(type='str', default='24h'),
+        fail_on=dict(type='str', choices=['critical', 'warning', 'info'], default='warning'),
+        fail_when_unhealthy=dict(type='bool', default=False),
+    )
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        required_if=[('kernel_log_source', 'file', ['kernel_log_path'])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    window = _check_params(module)
+
+    gpus, driver_version, smi_failure, smi_warnings, smi_seconds = read_gpus(module)
+    nvlink, nvlink_error, nvlink_calls = (None, None, 0) if smi_failure else read_nvlink(module, len(gpus))
+    events, log_source, log_error = read_kernel_log(module, window)
+
+    findings = evaluate(
+        gpus, events,
+        thresholds={
+            'temperature_margin_c': params['temperature_margin_c'],
+            'max_smi_seconds': params['max_smi_seconds'],
+            'require_persistence': params['require_persistence'],
+            'ignore_xids': params['ignore_xids'],
+            'ecc_aggregate_uncorrectable_max': params['ecc_aggregate_uncorrectable_max'],
+            'check_pcie': params['check_pcie'],
+            'pcie_gen_min_utilization': params['pcie_gen_min_utilization'],
+            'nvlink_expected_active': params['nvlink_expected_active'],
+        },
+        expected_count=params['expected_gpu_count'], nvlink=nvlink, smi_failure=smi_failure,
+        smi_seconds=smi_seconds, kernel_log_error=log_error, smi_warnings=smi_warnings, nvlink_error=nvlink_error)
+
+    summary = summarize(findings)
+    healthy = is_healthy(findings, params['fail_on'])
+    result = dict(
+        changed=False,
+        healthy=healthy,
+        findings=findings,
+        summary=summary,
+        gpus=gpus,
+        driver_version=driver_version,
+        nvidia_smi_seconds=round(smi_seconds, 3),
+        nvidia_smi_calls=1 + nvlink_calls,
+        kernel_log=dict(source=log_source, window_seconds=window, events=len(events)),
+    )
+    if params['fail_when_unhealthy'] and not healthy:
+        module.fail_json(
+            msg='GPU health check failed: %s critical, %s warning, %s info finding(s): %s'
+                % (summary['critical'], summary['warning'], summary['info'],
+                   ', '.join(finding['code'] for finding in findings)),
+            **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

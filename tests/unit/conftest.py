@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Make ``ansible_collections.gpufleet.nvidia`` importable from this checkout.
+
+The collection root is the repository root, but Python needs it at
+``<dir>/ansible_collections/gpufleet/nvidia``. When the checkout already lives
+at such a path (ansible-test copies it there) nothing is done; otherwise a
+temporary tree with a symlink to the repository root is put on ``sys.path``
+before any test module imports the collection.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _collections_root():
+    parts = REPO_ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3:-1] == ['ansible_collections', 'gpufleet'] and parts[-1] == 'nvidia':
+        return os.sep.join(parts[:-3])
+    tmp = tempfile.mkdtemp(prefix='gpufleet-nvidia-collections-')
+    atexit.register(shutil.rmtree, tmp, True)
+    namespace_dir = os.path.join(tmp, 'ansible_collections', 'gpufleet')
+    os.makedirs(namespace_dir)
+    os.symlink(REPO_ROOT, os.path.join(namespace_dir, 'nvidia'))
+    return tmp
+
+
+COLLECTIONS_ROOT = _collections_root()
+if COLLECTIONS_ROOT not in sys.path:
+    sys.path.insert(0, COLLECTIONS_ROOT)
+
+# Ansible's collection loader, once installed by something else in the
+# session, only resolves collections on its configured paths.
+os.environ.setdefault('ANSIBLE_COLLECTIONS_PATH', COLLECTIONS_ROOT)
+
+
+@pytest.fixture
+def module_exits(monkeypatch):
+    """Patch ``AnsibleModule.exit_json``/``fail_json`` to raise; returns the two exception classes."""
+    from ansible_collections.gpufleet.nvidia.tests.unit.ansible_module_helpers import patch_exits
+    return patch_exits(monkeypatch)
