@@ -1,0 +1,360 @@
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Paths and shared state of the simulated NVIDIA stack (test double).
+
+This is the only module that knows where things live.  Everything is below
+``$NVIDIA_SIM_ROOT`` (default ``/``) so that host-side tests can point the
+whole stack at a temporary directory.  See ``tests/nvidia_sim/README.md``.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import time
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# In the source tree the profiles sit next to the package; in containers they
+# are installed under usr/share/nvidia-sim/profiles and found through root().
+_BUNDLED_PROFILES = os.path.join(os.path.dirname(_PACKAGE_DIR), "profiles")
+
+PROFILE_FILE = ("etc", "nvidia-sim", "profile")
+PROFILES_DIR = ("usr", "share", "nvidia-sim", "profiles")
+DRIVER_VERSION_FILE = ("usr", "share", "nvidia-sim", "driver-version")
+FLAVOUR_FILE = ("usr", "share", "nvidia-sim", "kernel-module-flavour")
+LOADED_DRIVER_FILE = ("run", "nvidia-sim", "loaded-driver")
+PROC_VERSION_FILE = ("run", "nvidia-sim", "proc", "driver", "nvidia", "version")
+NVSWITCH_DEVICES_DIR = ("run", "nvidia-sim", "proc", "driver", "nvidia-nvswitch", "devices")
+BOOTED_MARKER = ("run", "nvidia-sim", "booted")
+PROCESSES_DIR = ("run", "nvidia-sim", "processes")
+STATE_FILE = ("var", "lib", "nvidia-sim", "state.json")
+STATE_LOCK = ("var", "lib", "nvidia-sim", "state.lock")
+HW_DIR = ("var", "lib", "nvidia-sim", "hw")
+CALL_LOG = ("var", "log", "nvidia-sim", "calls.log")
+PERSISTENCED_PID = ("run", "nvidia-persistenced", "nvidia-persistenced.pid")
+FABRICMANAGER_PID = ("run", "nvidia-fabricmanager", "nv-fabricmanager.pid")
+
+# CUDA version reported by the driver of each branch (the "CUDA Version" of
+# nvidia-smi is the driver API version, fixed per branch).
+CUDA_BY_BRANCH = {
+    "525": "12.0", "530": "12.1", "535": "12.2", "545": "12.3", "550": "12.4",
+    "555": "12.5", "560": "12.6", "565": "12.7", "570": "12.8", "575": "12.9",
+    "580": "13.0", "590": "13.1", "595": "13.2",
+}
+
+
+class SimError(RuntimeError):
+    """Misconfiguration of the simulator itself (not a simulated GPU error)."""
+
+
+def root():
+    return os.environ.get("NVIDIA_SIM_ROOT") or "/"
+
+
+def path(*parts):
+    return os.path.join(root(), *parts)
+
+
+def _read_line(parts):
+    try:
+        with open(path(*parts)) as handle:
+            value = handle.read().strip()
+    except (IOError, OSError):
+        return None
+    return value or None
+
+
+def _write_file(parts, content):
+    target = path(*parts)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = "%s.tmp.%d" % (target, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(content)
+    os.replace(tmp, target)
+
+
+def write_file(parts, content):
+    """Atomically write a file below root(); parts is a tuple of path parts."""
+    _write_file(parts, content)
+
+
+def profile_name():
+    return _read_line(PROFILE_FILE)
+
+
+def profile_path(name):
+    """Return the JSON file of a profile: installed copy first, then bundled."""
+    for directory in (path(*PROFILES_DIR), _BUNDLED_PROFILES):
+        candidate = os.path.join(directory, name + ".json")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def available_profiles():
+    names = set()
+    for directory in (path(*PROFILES_DIR), _BUNDLED_PROFILES):
+        if os.path.isdir(directory):
+            names.update(f[:-5] for f in os.listdir(directory) if f.endswith(".json"))
+    return sorted(names)
+
+
+def load_profile(name=None):
+    name = name or profile_name()
+    if not name:
+        raise SimError(
+            "nvidia-sim: no GPU profile configured: write a profile name to %s "
+            "(run 'nvidia-sim-hw --profile NAME'; available: %s)"
+            % (path(*PROFILE_FILE), ", ".join(available_profiles())))
+    source = profile_path(name)
+    if source is None:
+        raise SimError(
+            "nvidia-sim: unknown GPU profile %r (available: %s)"
+            % (name, ", ".join(available_profiles())))
+    with open(source) as handle:
+        profile = json.load(handle)
+    profile.setdefault("name", name)
+    return profile
+
+
+def installed_driver_version():
+    return _read_line(DRIVER_VERSION_FILE)
+
+
+def loaded_driver_version():
+    return _read_line(LOADED_DRIVER_FILE)
+
+
+def module_flavour():
+    """'open' or 'proprietary' from the kernel-module package, None if absent."""
+    return _read_line(FLAVOUR_FILE)
+
+
+def driver_branch(version):
+    return version.split(".", 1)[0] if version else None
+
+
+def cuda_version(driver_version):
+    """CUDA driver API version shown by nvidia-smi for a driver version."""
+    branch = driver_branch(driver_version)
+    if branch in CUDA_BY_BRANCH:
+        return CUDA_BY_BRANCH[branch]
+    # Unknown branches: the newest known CUDA not newer than the branch.
+    known = [b for b in CUDA_BY_BRANCH if branch and branch.isdigit() and int(b) <= int(branch)]
+    return CUDA_BY_BRANCH[max(known, key=int)] if known else "12.0"
+
+
+def pid_alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (ValueError, OverflowError, OSError):
+        return False
+    # A zombie still answers signal 0 but is gone for any practical purpose.
+    try:
+        with open("/proc/%d/stat" % int(pid)) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (IOError, OSError, IndexError):
+        return True
+
+
+def now():
+    """Current time; NVIDIA_SIM_TIME (epoch seconds) freezes it for golden tests."""
+    frozen = os.environ.get("NVIDIA_SIM_TIME")
+    return float(frozen) if frozen else time.time()
+
+
+def _pid_from_file(parts):
+    value = _read_line(parts)
+    if value and value.isdigit() and pid_alive(int(value)):
+        return int(value)
+    return None
+
+
+def fabricmanager_running():
+    return _pid_from_file(FABRICMANAGER_PID) is not None
+
+
+def persistenced_pid():
+    return _pid_from_file(PERSISTENCED_PID)
+
+
+def persistenced_running():
+    return persistenced_pid() is not None
+
+
+def alive_processes():
+    """Simulated GPU compute processes whose PID is alive, sorted by PID.
+
+    Each is the dict written by nvidia-sim-workload: pid, gpu (index),
+    used_memory (MiB), name, type ("C").
+    """
+    directory = path(*PROCESSES_DIR)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    result = []
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(directory, name)) as handle:
+                record = json.load(handle)
+        except (IOError, OSError, ValueError):
+            continue
+        if pid_alive(record.get("pid", -1)):
+            result.append(record)
+    return sorted(result, key=lambda r: r["pid"])
+
+
+def log_call(prog, argv):
+    target = path(*CALL_LOG)
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        line = json.dumps({"ts": time.time(), "prog": prog, "argv": list(argv),
+                           "pid": os.getpid()}) + "\n"
+        # One write on an O_APPEND descriptor keeps concurrent lines whole.
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES):
+            raise
+
+
+def read_call_log(prog=None):
+    try:
+        with open(path(*CALL_LOG)) as handle:
+            entries = [json.loads(line) for line in handle if line.strip()]
+    except (IOError, OSError):
+        return []
+    return [e for e in entries if prog is None or e.get("prog") == prog]
+
+
+# --- settings state -------------------------------------------------------
+#
+# state.json layout:
+# {"gpus": {"<index>": {<setting>: value, ...}}}
+# Settings per GPU (absent = profile default):
+#   persistence_mode   bool  set by `nvidia-smi -pm`; absent = follows nvidia-persistenced
+#   power_limit        float watts (enforced limit set by -pl)
+#   app_clocks         [mem_mhz, graphics_mhz] (set by -ac, removed by -rac)
+#   compute_mode       "Default" | "Exclusive_Thread" | "Prohibited" | "Exclusive_Process"
+#   ecc_current / ecc_pending   bool
+#   mig_current / mig_pending   bool
+#   gpu_instances      [{"id", "profile_id", "placement_start", "placement_size",
+#                        "compute_instances": [{"id", "profile_id", "placement_start",
+#                                               "placement_size"}]}]
+# Volatile settings (persistence mode, power limit, application clocks, compute
+# mode, MIG instances) are lost at reboot as on real hardware; ECC and MIG
+# modes live in the InfoROM, so a reboot turns their pending value current.
+
+VOLATILE_KEYS = ("persistence_mode", "power_limit", "app_clocks", "compute_mode",
+                 "gpu_instances")
+
+
+def apply_reboot_effects(state):
+    for gpu in state.get("gpus", {}).values():
+        for key in VOLATILE_KEYS:
+            gpu.pop(key, None)
+        apply_pending_modes(gpu)
+    return state
+
+
+def apply_pending_modes(gpu):
+    """Make pending ECC/MIG modes current and drop MIG instances.
+
+    This is what a reboot or a GPU reset does; pending equals current after.
+    """
+    for mode in ("ecc", "mig"):
+        pending = gpu.pop(mode + "_pending", None)
+        if pending is not None:
+            gpu[mode + "_current"] = pending
+    gpu.pop("gpu_instances", None)
+
+
+def _read_state_file():
+    try:
+        with open(path(*STATE_FILE)) as handle:
+            state = json.load(handle)
+    except (IOError, OSError):
+        return {"gpus": {}}
+    except ValueError:
+        raise SimError("nvidia-sim: corrupt state file %s" % path(*STATE_FILE))
+    state.setdefault("gpus", {})
+    return state
+
+
+class _StateLock(object):
+    def __init__(self, exclusive):
+        self.exclusive = exclusive
+        self.handle = None
+
+    def __enter__(self):
+        lock = path(*STATE_LOCK)
+        os.makedirs(os.path.dirname(lock), exist_ok=True)
+        self.handle = open(lock, "a")
+        fcntl.flock(self.handle, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _booted():
+    return os.path.exists(path(*BOOTED_MARKER))
+
+
+def _boot_if_needed():
+    """Apply reboot effects once per boot (the marker lives on tmpfs /run)."""
+    if _booted():
+        return
+    with _StateLock(True):
+        if _booted():
+            return
+        state = apply_reboot_effects(_read_state_file())
+        _write_file(STATE_FILE, json.dumps(state, indent=1, sort_keys=True) + "\n")
+        _write_file(BOOTED_MARKER, "%f\n" % time.time())
+
+
+def load_state():
+    _boot_if_needed()
+    with _StateLock(False):
+        return _read_state_file()
+
+
+def update_state(fn):
+    """Locked read-modify-write; fn mutates the state dict (or returns a new one)."""
+    _boot_if_needed()
+    with _StateLock(True):
+        state = _read_state_file()
+        result = fn(state)
+        if isinstance(result, dict):
+            state = result
+        _write_file(STATE_FILE, json.dumps(state, indent=1, sort_keys=True) + "\n")
+    return state
+
+
+def gpu_state(state, index):
+    return state.get("gpus", {}).get(str(index), {})
+
+
+def persistence_enabled(state, index):
+    """Effective persistence mode: an explicit -pm wins, else the daemon."""
+    value = gpu_state(state, index).get("persistence_mode")
+    if value is None:
+        return daemon_holds_persistence()
+    return bool(value)
+
+
+def daemon_holds_persistence():
+    """Whether a running nvidia-persistenced keeps persistence mode on: the
+    packaged unit passes --no-persistence-mode, which must leave it off."""
+    from nvsim import persistenced  # late: persistenced imports env
+    return bool(persistenced.daemon_persistence_mode())

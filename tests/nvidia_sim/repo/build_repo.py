@@ -1,0 +1,225 @@
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build the signed apt repositories of the simulated NVIDIA stack (test double).
+
+    python3 tests/nvidia_sim/repo/build_repo.py --out DIR [--payload tests/nvidia_sim]
+        [--base-url http://127.0.0.1:8765] [--force]
+
+Needs dpkg-deb, apt-ftparchive (apt-utils) and gpg.  The build is skipped
+when DIR/.build-hash matches the hash of the build scripts, the payload
+files and the base URL.  See the "Repository" section of
+tests/nvidia_sim/README.md for the layout.
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import aptrepo
+import catalog
+import debpkg
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_PAYLOAD = os.path.dirname(HERE)
+DEFAULT_BASE_URL = os.environ.get("GPUFLEET_TEST_REPO_URL", "http://127.0.0.1:8765")
+HASH_FILE = ".build-hash"
+REQUIRED_TOOLS = ("dpkg-deb", "apt-ftparchive", "gpg", "gpgconf")
+# Fixed timestamps inside the .debs make rebuilds byte-identical.
+SOURCE_DATE_EPOCH = "1735689600"
+
+CUDA_KEY_UID = "cudatools (simulated NVIDIA CUDA repository key, test double) <cuda@nvidia-sim.invalid>"
+CTK_KEY_UID = ("NVIDIA CORPORATION (simulated container toolkit repository key, test double) "
+               "<container-toolkit@nvidia-sim.invalid>")
+
+
+class BuildError(Exception):
+    pass
+
+
+def missing_tools():
+    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+
+
+def content_hash(packages, payload_dir, base_url):
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(HERE)):
+        if name.endswith(".py"):
+            with open(os.path.join(HERE, name), "rb") as handle:
+                digest.update(name.encode() + b"\0" + handle.read() + b"\0")
+    seen = set()
+    for package in packages:
+        for item in debpkg.resolved_files(package, payload_dir):
+            if isinstance(item, debpkg.Payload) and item.source not in seen:
+                seen.add(item.source)
+                with open(os.path.join(payload_dir, item.source), "rb") as handle:
+                    digest.update(item.source.encode() + b"\0" + handle.read() + b"\0")
+    digest.update(base_url.encode())
+    return digest.hexdigest()
+
+
+def up_to_date(out, digest):
+    try:
+        with open(os.path.join(out, HASH_FILE)) as handle:
+            recorded = handle.read().strip()
+    except OSError:
+        return False
+    return recorded == digest and os.path.isfile(os.path.join(out, "keys", "fingerprint"))
+
+
+def _write(path, data, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as handle:
+        handle.write(data)
+    os.chmod(path, mode)
+
+
+def _write_keys(staging, cuda_key, ctk_key):
+    keys = os.path.join(staging, "keys")
+    _write(os.path.join(keys, "cuda-archive-key.asc"), cuda_key.armored())
+    _write(os.path.join(keys, "cuda-archive-key.gpg"), cuda_key.binary())
+    _write(os.path.join(keys, "fingerprint"), cuda_key.fingerprint + "\n")
+    _write(os.path.join(keys, "nvidia-container-toolkit-key.asc"), ctk_key.armored())
+    _write(os.path.join(keys, "nvidia-container-toolkit-key.gpg"), ctk_key.binary())
+    _write(os.path.join(keys, "nvidia-container-toolkit-fingerprint"), ctk_key.fingerprint + "\n")
+
+
+def _build_debs(packages, payload_dir, staging, jobs):
+    """Build every .deb into its own pool slot; return {index: path}."""
+    pool = os.path.join(staging, ".pool")
+    work = os.path.join(staging, ".work")
+    env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+
+    def one(index):
+        outdir = os.path.join(pool, str(index))
+        os.makedirs(outdir)
+        return index, debpkg.build_deb(packages[index], payload_dir, os.path.join(work, str(index)), outdir, env)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as executor:
+        return dict(executor.map(one, range(len(packages))))
+
+
+def _populate(packages, debs, staging):
+    """Link each .deb into the repository directories of its groups."""
+    dirs = catalog.repository_dirs()
+    manifest = {}
+    for index, package in enumerate(packages):
+        for group in package.repos:
+            if group not in dirs:
+                raise BuildError("%s: unknown repository group %r" % (package.name, group))
+            for rel in dirs[group]:
+                target = os.path.join(staging, rel)
+                os.makedirs(target, exist_ok=True)
+                entries = manifest.setdefault(rel, [])
+                if any(e["package"] == package.name and e["version"] == package.version for e in entries):
+                    raise BuildError("%s %s is listed twice in %s" % (package.name, package.version, rel))
+                if os.path.exists(os.path.join(target, package.filename)):
+                    raise BuildError("two packages build %s in %s" % (package.filename, rel))
+                aptrepo.link_or_copy(debs[index], os.path.join(target, package.filename))
+                entries.append({"package": package.name, "version": package.version,
+                                "filename": package.filename})
+    return manifest
+
+
+def _index_and_sign(staging, manifest, cuda_key, ctk_key):
+    for rel in manifest:
+        directory = os.path.join(staging, rel)
+        aptrepo.write_packages(directory)
+        if rel == catalog.CONTAINER_TOOLKIT_DIR:
+            aptrepo.write_release(directory, "NVIDIA", "NVIDIA Container Toolkit", "amd64")
+            ctk_key.sign_release(directory)
+        else:
+            aptrepo.write_release(directory, "NVIDIA", "NVIDIA CUDA", "x86_64")
+            cuda_key.sign_release(directory)
+            # NVIDIA publishes the archive key next to the packages as <keyid>.pub.
+            _write(os.path.join(directory, cuda_key.short_id + ".pub"), cuda_key.armored())
+
+
+def _write_container_toolkit_extras(staging, ctk_key, base_url):
+    base = os.path.join(staging, "libnvidia-container")
+    _write(os.path.join(base, "gpgkey"), ctk_key.armored())
+    url = "%s/libnvidia-container/stable/deb/$(ARCH)" % base_url.rstrip("/")
+    _write(os.path.join(base, "stable", "deb", "nvidia-container-toolkit.list"),
+           "deb %s /\n#deb %s /\n" % (url, url.replace("/stable/", "/experimental/")))
+
+
+def _replace_dir(staging, out):
+    old = None
+    if os.path.exists(out):
+        old = tempfile.mkdtemp(prefix=".nvsim-repo-old-", dir=os.path.dirname(out))
+        os.rename(out, os.path.join(old, "repo"))
+    os.rename(staging, out)
+    if old:
+        shutil.rmtree(old)
+
+
+def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
+    out = os.path.abspath(out)
+    tools = missing_tools()
+    if tools:
+        raise BuildError("missing tools: %s (Debian: apt-get install apt-utils dpkg gnupg)" % ", ".join(tools))
+    packages = catalog.packages()
+    missing = debpkg.missing_payload(packages, payload_dir)
+    if missing:
+        raise BuildError("missing simulator payload files in %s:\n%s"
+                         % (payload_dir, "\n".join("  - " + m for m in missing)))
+    digest = content_hash(packages, payload_dir, base_url)
+    if not force and up_to_date(out, digest):
+        log("repository up to date: %s" % out)
+        return False
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".nvsim-repo-new-", dir=parent)
+    gnupg = tempfile.mkdtemp(prefix="nvsim-gpg-")
+    try:
+        cuda_key = aptrepo.SigningKey(gnupg, CUDA_KEY_UID)
+        ctk_key = aptrepo.SigningKey(gnupg, CTK_KEY_UID)
+        _write_keys(staging, cuda_key, ctk_key)
+        year = datetime.datetime.now(datetime.timezone.utc).year
+        packages = packages + catalog.keyring_packages(cuda_key.binary(), cuda_key.short_id, year, base_url)
+        debs = _build_debs(packages, payload_dir, staging, jobs or os.cpu_count() or 2)
+        manifest = _populate(packages, debs, staging)
+        _index_and_sign(staging, manifest, cuda_key, ctk_key)
+        _write_container_toolkit_extras(staging, ctk_key, base_url)
+        shutil.rmtree(os.path.join(staging, ".pool"))
+        shutil.rmtree(os.path.join(staging, ".work"))
+        _write(os.path.join(staging, "manifest.json"), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        _write(os.path.join(staging, HASH_FILE), digest + "\n")
+        os.chmod(staging, 0o755)
+        _replace_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        aptrepo.stop_agent(gnupg)
+        shutil.rmtree(gnupg, ignore_errors=True)
+    log("repository built: %s (%d packages)" % (out, len(packages)))
+    return True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--out", required=True, help="output directory (replaced on rebuild)")
+    parser.add_argument("--payload", default=DEFAULT_PAYLOAD, help="simulator payload (tests/nvidia_sim)")
+    parser.add_argument("--base-url", default=DEFAULT_BASE_URL,
+                        help="URL the mirror is served at; written into cuda-keyring's .list")
+    parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    parser.add_argument("--jobs", type=int, default=None, help="parallel dpkg-deb runs (default: CPUs)")
+    args = parser.parse_args(argv)
+    try:
+        build(args.out, os.path.abspath(args.payload), args.base_url, args.force, args.jobs)
+    except (BuildError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", None)
+        print("build_repo: %s%s" % (exc, ("\n" + detail.decode(errors="replace")) if detail else ""),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

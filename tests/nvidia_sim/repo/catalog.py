@@ -1,0 +1,164 @@
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the simulated NVIDIA repositories contain: versions, repository
+layout and the only mapping of simulator payload files to packages.
+
+Package names, version schemes and dependency shapes are NVIDIA's (see the
+"Repository" section of tests/nvidia_sim/README.md for sources and for the
+few places where the simulation is deliberately stricter).
+"""
+
+import catalog_cuda
+import catalog_drivers
+import catalog_tools
+from debpkg import Payload, PayloadTree
+
+# Repository directories below the output directory, mirroring NVIDIA's URLs.
+CUDA_DISTROS = ("debian12", "debian13")
+CUDA_REPO_DIR = "compute/cuda/repos/%s/x86_64"
+CONTAINER_TOOLKIT_DIR = "libnvidia-container/stable/deb/amd64"
+
+# Driver branch -> versions, oldest first; two versions allow in-branch upgrades.
+DRIVER_BRANCHES = {
+    "535": ("535.261.03",),
+    "550": ("550.163.01",),
+    "570": ("570.172.08", "570.195.03"),
+    "580": ("580.82.07", "580.95.05"),
+}
+NVIDIA_OPEN_META_FROM_BRANCH = 560       # nvidia-open exists from 560 on
+UNVERSIONED_FABRIC_MANAGER_FROM_BRANCH = 580
+
+CUDA_RELEASES = (
+    {"release": "12.4", "toolkit": "12.4.1", "cudart": "12.4.127", "nvcc": "12.4.131", "year": "2024",
+     "nvcc_built_on": "Thu_Mar_28_02:18:24_PDT_2024", "nvcc_build": "34097967", "compat_driver": "550.54.15"},
+    {"release": "12.8", "toolkit": "12.8.1", "cudart": "12.8.90", "nvcc": "12.8.93", "year": "2025",
+     "nvcc_built_on": "Fri_Feb_21_20:23:50_PST_2025", "nvcc_build": "35583870", "compat_driver": "570.124.06"},
+    {"release": "13.0", "toolkit": "13.0.1", "cudart": "13.0.96", "nvcc": "13.0.88", "year": "2025",
+     "nvcc_built_on": "Wed_Aug_20_01:58:59_PM_PDT_2025", "nvcc_build": "36424714", "compat_driver": "580.82.07"},
+)
+# cuDNN version -> CUDA majors it is built for (9.13 is the first with CUDA 13).
+CUDNN_RELEASES = {"9.10.2.21": ("12",), "9.13.0.50": ("12", "13")}
+
+CONTAINER_TOOLKIT_VERSIONS = ("1.17.7", "1.17.8", "1.18.0")
+CDI_REFRESH_FROM = (1, 18)
+DCGM4_VERSIONS = ("4.2.3", "4.4.1")
+DCGM3_VERSION = "3.3.9"
+DCGM_EXPORTER_VERSION = "4.1.3"
+DCGM_EXPORTER_MIN_DCGM = "1:4.0.0"
+CUDA_KEYRING_VERSION = "1.1-1"
+SIM_RUNTIME_VERSION = "1.0-1"
+
+UNIT_DIR = "/lib/systemd/system"
+EXECUTABLE = 0o755
+
+# Simulator payload (paths relative to tests/nvidia_sim) -> installed path.
+PAYLOAD = {
+    "sim-runtime": (
+        PayloadTree("nvsim", "/usr/lib/nvidia-sim/nvsim", "*.py"),
+        PayloadTree("profiles", "/usr/share/nvidia-sim/profiles", "*.json"),
+        Payload("bin/nvidia-sim-hw", "/usr/bin/nvidia-sim-hw", EXECUTABLE),
+    ),
+    # Shipped by the package that ships nvidia-smi (nvidia-smi / nvidia-utils-<branch>).
+    "driver-utils": (
+        Payload("bin/nvidia-smi", "/usr/bin/nvidia-smi", EXECUTABLE),
+        Payload("bin/nvidia-sim-workload", "/usr/bin/nvidia-sim-workload", EXECUTABLE),
+        Payload("bin/nvidia-sim-modload", "/usr/bin/nvidia-sim-modload", EXECUTABLE),
+        Payload("systemd/nvidia-sim-modload.service", UNIT_DIR + "/nvidia-sim-modload.service"),
+    ),
+    "persistenced": (
+        Payload("bin/nvidia-persistenced", "/usr/bin/nvidia-persistenced", EXECUTABLE),
+        Payload("systemd/nvidia-persistenced.service", UNIT_DIR + "/nvidia-persistenced.service"),
+    ),
+    "fabricmanager": (
+        Payload("bin/nv-fabricmanager", "/usr/bin/nv-fabricmanager", EXECUTABLE),
+        Payload("systemd/nvidia-fabricmanager.service", UNIT_DIR + "/nvidia-fabricmanager.service"),
+        # A conffile outside /etc in NVIDIA's package (debian/conffiles).
+        Payload("data/fabricmanager.cfg", "/usr/share/nvidia/nvswitch/fabricmanager.cfg", conffile=True),
+    ),
+    "dcgm": (
+        Payload("bin/nv-hostengine", "/usr/bin/nv-hostengine", EXECUTABLE),
+        Payload("bin/dcgmi", "/usr/bin/dcgmi", EXECUTABLE),
+        Payload("systemd/nvidia-dcgm.service", UNIT_DIR + "/nvidia-dcgm.service"),
+    ),
+    "dcgm-exporter": (
+        Payload("bin/dcgm-exporter", "/usr/bin/dcgm-exporter", EXECUTABLE),
+        Payload("systemd/nvidia-dcgm-exporter.service", UNIT_DIR + "/nvidia-dcgm-exporter.service"),
+        Payload("data/default-counters.csv", "/etc/dcgm-exporter/default-counters.csv"),
+    ),
+    "nvidia-ctk": (
+        Payload("bin/nvidia-ctk", "/usr/bin/nvidia-ctk", EXECUTABLE),
+    ),
+    # NVIDIA's deb installs these two units below /etc/systemd/system.
+    "cdi-refresh": (
+        Payload("systemd/nvidia-cdi-refresh.path", "/etc/systemd/system/nvidia-cdi-refresh.path"),
+        Payload("systemd/nvidia-cdi-refresh.service", "/etc/systemd/system/nvidia-cdi-refresh.service"),
+        Payload("data/nvidia-cdi-refresh.env", "/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"),
+    ),
+}
+
+
+def _version_tuple(version):
+    return tuple(int(p) for p in version.split("."))
+
+
+def driver_packages():
+    packages = []
+    for branch, versions in sorted(DRIVER_BRANCHES.items()):
+        branch_packages = []
+        for driver in versions:
+            built = catalog_drivers.debian_pieces(driver, PAYLOAD)
+            built += catalog_drivers.debian_metas(branch, driver, int(branch) >= NVIDIA_OPEN_META_FROM_BRANCH)
+            built += catalog_drivers.ubuntu_tree(branch, driver, PAYLOAD)
+            built += catalog_drivers.fabric_manager(
+                branch, driver, int(branch) >= UNVERSIONED_FABRIC_MANAGER_FROM_BRANCH, PAYLOAD)
+            packages += built
+            packages.append(catalog_drivers.pinning(
+                "nvidia-driver-pinning-%s" % driver, driver + catalog_drivers.REVISION, driver + "-*",
+                "driver version %s" % driver, {p.name for p in built}))
+            branch_packages += built
+        packages.append(catalog_drivers.pinning(
+            "nvidia-driver-pinning-%s" % branch, branch + catalog_drivers.REVISION, branch + ".*",
+            "driver branch %s" % branch, {p.name for p in branch_packages}))
+    return packages
+
+
+def cuda_packages():
+    packages = catalog_cuda.config_commons(CUDA_RELEASES)
+    for release in CUDA_RELEASES:
+        packages += catalog_cuda.toolkit(release)
+        packages.append(catalog_cuda.compat(release))
+    majors = sorted({m for ms in CUDNN_RELEASES.values() for m in ms})
+    for version, cuda_majors in sorted(CUDNN_RELEASES.items()):
+        for major in cuda_majors:
+            packages += catalog_cuda.cudnn(version, major, majors)
+    return packages
+
+
+def tool_packages():
+    packages = [catalog_tools.sim_runtime(SIM_RUNTIME_VERSION, PAYLOAD)]
+    for version in CONTAINER_TOOLKIT_VERSIONS:
+        refresh = _version_tuple(version)[:2] >= CDI_REFRESH_FROM
+        packages += catalog_tools.container_toolkit(version, refresh, PAYLOAD)
+    for version in DCGM4_VERSIONS:
+        packages += catalog_tools.dcgm4(version, PAYLOAD)
+    packages.append(catalog_tools.dcgm3(DCGM3_VERSION, PAYLOAD))
+    packages.append(catalog_tools.dcgm_exporter(DCGM_EXPORTER_VERSION, DCGM_EXPORTER_MIN_DCGM, PAYLOAD))
+    return packages
+
+
+def packages():
+    """Every package except cuda-keyring (which needs the build's key)."""
+    return driver_packages() + cuda_packages() + tool_packages()
+
+
+def keyring_packages(keyring, keyid, year, base_url):
+    return [catalog_tools.cuda_keyring(distro, CUDA_KEYRING_VERSION, keyring, keyid, year,
+                                       "%s/%s/" % (base_url.rstrip("/"), CUDA_REPO_DIR % distro))
+            for distro in CUDA_DISTROS]
+
+
+def repository_dirs():
+    """Repository group -> relative directories carrying it."""
+    dirs = {"cuda": [CUDA_REPO_DIR % d for d in CUDA_DISTROS], "container-toolkit": [CONTAINER_TOOLKIT_DIR]}
+    for distro in CUDA_DISTROS:
+        dirs["cuda:%s" % distro] = [CUDA_REPO_DIR % distro]
+    return dirs
