@@ -45,6 +45,15 @@ build() {
     # Trim what a container never uses and make systemd container-friendly.
     chroot "$root" apt-get clean
     rm -rf "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* "$root"/usr/share/man/*
+    # The package lists are emptied above: date them far in the past so that
+    # apt's cache_valid_time refreshes them on first use instead of trusting them.
+    touch -d '2000-01-01' "$root/var/lib/apt/lists"
+    # A server's usual sources: the release, its updates and security.
+    cat >"$root/etc/apt/sources.list" <<SOURCES
+deb $MIRROR $suite main
+deb $MIRROR $suite-updates main
+deb ${MIRROR%/debian}/debian-security $suite-security main
+SOURCES
     for unit in systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service \
                 getty.target console-getty.service systemd-remount-fs.service; do
       ln -sf /dev/null "$root/etc/systemd/system/$unit"
