@@ -68,7 +68,7 @@ def parse_flags(args, spec):
         name, sep, inline = arg.partition("=")
         if name not in spec:
             raise UsageError("flag provided but not defined: %s" % name)
-        dest, kind, _ = spec[name]
+        dest, kind, _unused = spec[name]
         if kind == "bool":
             if sep:
                 if inline.lower() not in ("true", "false", "1", "0"):
@@ -112,7 +112,7 @@ def main(argv=None):
     while args and args[0].startswith("-"):
         global_args.append(args.pop(0))
     try:
-        options, _ = parse_flags(global_args, GLOBAL_FLAGS)
+        options, _unused = parse_flags(global_args, GLOBAL_FLAGS)
     except UsageError as exc:
         sys.stderr.write("Incorrect Usage: %s\n\n" % exc)
         return 1

@@ -176,7 +176,7 @@ def _write(path, text):
 
 def run(args, logger):
     if args and args[0] in ("default", "generate-default", "create-default"):
-        values, _ = ctk.parse_flags(args[1:], {"--output": ("output", "str", ""), "-o": ("output", "str", "")})
+        values, _unused = ctk.parse_flags(args[1:], {"--output": ("output", "str", ""), "-o": ("output", "str", "")})
         if values["output"]:
             _write(values["output"], default_config())
         else:

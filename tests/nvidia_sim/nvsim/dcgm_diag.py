@@ -98,7 +98,7 @@ def run(run_value, gpu_ids, dcgm_version):
                 result["warnings"] = warnings
                 test["warnings"].extend(w["warning"] for w in warnings)
             test["results"].append(result)
-        test["status"] = "Fail" if any(s == "Fail" for _, s in test["gpus"]) else "Pass"
+        test["status"] = "Fail" if any(s == "Fail" for _unused, s in test["gpus"]) else "Pass"
         failed = failed or test["status"] == "Fail"
         by_category.setdefault(CATEGORY_OF[name], []).append(test)
     categories = [[c, by_category[c]] for c in CATEGORY_ORDER if c in by_category]

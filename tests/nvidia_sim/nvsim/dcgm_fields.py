@@ -131,7 +131,7 @@ def _zero(snap, host):
 
 
 def _cuda_driver(snap, host):
-    major, _, minor = (host.get("cuda_version") or "0.0").partition(".")
+    major, _unused, minor = (host.get("cuda_version") or "0.0").partition(".")
     return int(major) * 1000 + int(minor or 0) * 10
 
 

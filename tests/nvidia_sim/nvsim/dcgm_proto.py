@@ -88,10 +88,10 @@ def parse_address(text, default_port=DEFAULT_PORT):
     if text.startswith("tcp://"):
         text = text[len("tcp://"):]
     if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
+        host, _unused, rest = text[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else ""
     elif text.count(":") == 1:
-        host, _, port = text.partition(":")
+        host, _unused, port = text.partition(":")
     else:
         host, port = text, ""
     if port and not port.isdigit():
@@ -117,7 +117,7 @@ def connect(address, timeout=5.0):
             os.chdir(cwd)
         return sock
     last = None
-    for family, kind, proto, _, sockaddr in socket.getaddrinfo(
+    for family, kind, proto, _unused, sockaddr in socket.getaddrinfo(
             address.host, address.port, 0, socket.SOCK_STREAM):
         sock = socket.socket(family, kind, proto)
         sock.settimeout(timeout)

@@ -22,8 +22,8 @@ def columns(columns_spec, sections, separate_sections=False):
     The first row of a section is its main line; further rows are overflow
     lines (as the Device Information column uses for Name, PCI Bus ID, UUID).
     """
-    widths = [w for w, _ in columns_spec]
-    out = [hline(widths), _column_row(widths, [t for _, t in columns_spec]), hline(widths)]
+    widths = [w for w, _unused in columns_spec]
+    out = [hline(widths), _column_row(widths, [t for _unused, t in columns_spec]), hline(widths)]
     for number, rows in enumerate(sections):
         if number and separate_sections:
             out.append(hline(widths))

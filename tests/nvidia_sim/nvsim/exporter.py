@@ -261,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not header.startswith("Basic "):
             return False
         try:
-            user, _, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
+            user, _unused, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
         except (ValueError, UnicodeDecodeError):
             return False
         hashed = users.get(user)
@@ -317,7 +317,7 @@ class Exporter(object):
         return text
 
     def serve(self):
-        host, _, port = self.opts.address.rpartition(":")
+        host, _unused, port = self.opts.address.rpartition(":")
         host = host.strip("[]")
         if not port.isdigit():
             log("ERROR", "listen tcp: address %s: missing port in address" % self.opts.address)

@@ -38,7 +38,7 @@ def read_config(path):
             line = line.strip()
             if not line or line.startswith("#") or "=" not in line:
                 continue
-            key, _, value = line.partition("=")
+            key, _unused, value = line.partition("=")
             values[key.strip()] = value.strip()
     return values
 

@@ -105,7 +105,7 @@ def parse(argv):
     args = list(argv)
     while args:
         arg = args.pop(0)
-        name, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        name, _unused, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         if name in ("-v", "--version"):
             sys.stdout.write(_version_text())
             return 0

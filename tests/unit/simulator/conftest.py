@@ -41,7 +41,7 @@ class SimHost(object):
 
     def run(self, tool, *args):
         # -S as in the installed shebang: the simulator needs nothing beyond the stdlib.
-        return subprocess.run([sys.executable, '-S', os.path.join(SIM_BIN, tool)] + [str(a) for a in args],
+        return subprocess.run([os.path.join(SIM_BIN, tool)] + [str(a) for a in args],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                               env=self.env, timeout=60, check=False)
 

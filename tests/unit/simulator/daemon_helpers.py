@@ -93,7 +93,7 @@ class Servers(object):
 
     def start(self, host, tool, *args):
         """Start a foreground tool (nv-hostengine -n, dcgm-exporter) as a subprocess."""
-        process = subprocess.Popen([sys.executable, '-S', os.path.join(SIM_BIN, tool)] + [str(a) for a in args],
+        process = subprocess.Popen([os.path.join(SIM_BIN, tool)] + [str(a) for a in args],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                                    env=host.env)
         self.processes.append(process)
@@ -182,17 +182,17 @@ def parse_metrics(text):
     types, helps, samples = {}, {}, []
     for line in text.splitlines():
         if line.startswith('# TYPE '):
-            _, _, name, kind = line.split(' ', 3)
+            _unused1, _unused2, name, kind = line.split(' ', 3)
             types[name] = kind
         elif line.startswith('# HELP '):
-            _, _, name, text_ = line.split(' ', 3)
+            _unused1, _unused2, name, text_ = line.split(' ', 3)
             helps[name] = text_
         elif line and not line.startswith('#'):
-            name, _, rest = line.partition('{')
-            label_text, _, value = rest.rpartition('} ')
+            name, _unused, rest = line.partition('{')
+            label_text, _unused, value = rest.rpartition('} ')
             labels = {}
             for pair in _split_labels(label_text):
-                key, _, quoted = pair.partition('=')
+                key, _unused, quoted = pair.partition('=')
                 labels[key] = quoted[1:-1]
             samples.append((name, labels, float(value)))
     return types, helps, samples

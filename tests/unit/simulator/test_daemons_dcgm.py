@@ -28,7 +28,7 @@ def dcgmi(host, port, *args):
 def test_discovery_lists_gpus_and_nvswitches_of_hgx(sim_root):
     with Servers() as servers:
         host = sim_root('hgx_h100_8gpu')
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         result = dcgmi(host, port, 'discovery', '-l')
         assert result.returncode == 0, result.stdout
         lines = result.stdout.splitlines()
@@ -49,7 +49,7 @@ def test_discovery_lists_gpus_and_nvswitches_of_hgx(sim_root):
 def test_discovery_on_pcie_gpus_has_no_switches(sim_root):
     with Servers() as servers:
         host = sim_root('l40s_2gpu')
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         result = dcgmi(host, port, 'discovery', '-l')
         assert result.stdout.startswith('2 GPUs found.\n')
         assert '0 NvSwitches found.\n+-----------+\n| Switch ID |\n+-----------+\n+-----------+\n' in result.stdout
@@ -68,7 +68,7 @@ def test_engine_refuses_to_start_without_driver_or_after_upgrade(sim_root):
         for host in (sim_root('l40s_2gpu', load=False), sim_root('l40s_2gpu', driver='570.172.08')):
             host.install_driver('570.195.03')
             process = servers.start(host, 'nv-hostengine', '-n', '-p', '0')
-            returncode, stdout, _ = servers.output(process, stop=False)
+            returncode, stdout, _unused = servers.output(process, stop=False)
             assert (returncode, stdout) == (255, 'Error: Failed to initialize NVML\n')
             assert 'Cannot initialize the hostengine' in open(host.path('var/log/nv-hostengine.log')).read()
 
@@ -76,7 +76,7 @@ def test_engine_refuses_to_start_without_driver_or_after_upgrade(sim_root):
 def test_health_watches_and_check(sim_root):
     with Servers() as servers:
         host = sim_root('hgx_h100_8gpu')
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         not_enabled = dcgmi(host, port, 'health', '-c')
         assert (not_enabled.returncode, not_enabled.stdout) == (
             253, 'Error: Health watches not enabled. Please enable watches. \n')
@@ -103,7 +103,7 @@ def test_health_reports_incidents_from_the_state(sim_root):
         host = sim_root('l40s_2gpu')
         host.write('var/lib/nvidia-sim/state.json', json.dumps({'gpus': {'1': {'dcgm_health_incidents': [
             {'system': 'memory', 'health': 'Warning', 'message': 'Pending page retirements detected'}]}}}))
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         dcgmi(host, port, 'health', '-s', 'a')
         report = dcgmi(host, port, 'health', '-c').stdout
         assert '| Overall Health            | Warning ' in report
@@ -126,7 +126,7 @@ def test_diag_levels_run_the_dcgm4_tests(sim_root):
     with Servers() as servers:
         host = sim_root('l40s_2gpu')
         host.smi('-pm', '1')
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         quick = dcgmi(host, port, 'diag', '-r', '1')
         assert quick.returncode == 0
         assert quick.stdout.splitlines()[:8] == [
@@ -152,7 +152,7 @@ def test_diag_levels_run_the_dcgm4_tests(sim_root):
 def test_diag_fails_without_persistence_mode_and_reports_json(sim_root):
     with Servers() as servers:
         host = sim_root('l40s_2gpu')
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         text = dcgmi(host, port, 'diag', '-r', '1')
         assert text.returncode == 226
         assert '| software                  | Fail                                           |' in text.stdout
@@ -179,7 +179,7 @@ def test_diag_failure_injected_through_the_state(sim_root):
         state = host.state()
         state['gpus'].setdefault('1', {})['dcgm_diag_failures'] = {'memory': 'GPU 1 had uncorrectable memory errors'}
         host.write('var/lib/nvidia-sim/state.json', json.dumps(state))
-        _, port = start_hostengine(servers, host)
+        _unused, port = start_hostengine(servers, host)
         result = dcgmi(host, port, 'diag', '-r', '2')
         assert result.returncode == 226
         memory = result.stdout.split('| memory ')[1].split('+-----  Integration')[0]
@@ -210,5 +210,5 @@ def test_missing_service_account_is_refused(sim_root):
     with Servers() as servers:
         host = sim_root('l40s_2gpu')
         process = servers.start(host, 'nv-hostengine', '-n', '-p', '0', '--service-account', 'no-such-user-x1')
-        returncode, stdout, _ = servers.output(process, stop=False)
+        returncode, stdout, _unused = servers.output(process, stop=False)
         assert returncode == 255 and "'no-such-user-x1' does not exist" in stdout

@@ -51,19 +51,19 @@ def test_every_counter_for_every_gpu_from_the_remote_engine(sim_root):
     with Servers() as servers:
         host = sim_root('hgx_h100_8gpu')
         install_counters(host)
-        _, engine_port = start_hostengine(servers, host)
+        _unused, engine_port = start_hostengine(servers, host)
         process, url = start_exporter(servers, host, '-f', '/etc/dcgm-exporter/default-counters.csv',
                                       '-r', 'localhost:%d' % engine_port)
         status, body = http_get(url + '/metrics')
         assert status == 200
         types, helps, samples = parse_metrics(body)
         metrics = [c for c in csv_counters() if c[1] != 'label']
-        assert sorted(types) == sorted(name for name, _, _ in metrics)
+        assert sorted(types) == sorted(name for name, _unused1, _unused2 in metrics)
         for name, kind, text in metrics:
             assert (types[name], helps[name]) == (kind, text)
-            rows = [labels for sample, labels, _ in samples if sample == name]
+            rows = [labels for sample, labels, _unused in samples if sample == name]
             assert [row['gpu'] for row in rows] == [str(i) for i in range(8)], name
-        first = [labels for sample, labels, _ in samples if sample == 'DCGM_FI_DEV_GPU_TEMP'][0]
+        first = [labels for sample, labels, _unused in samples if sample == 'DCGM_FI_DEV_GPU_TEMP'][0]
         assert list(first) == LABELS
         assert first['UUID'] == 'GPU-2e82308d-2e7d-5512-80ac-7f0cca15fd1f'
         assert first['pci_bus_id'] == '00000000:18:00.0' and first['device'] == 'nvidia0'
@@ -71,7 +71,7 @@ def test_every_counter_for_every_gpu_from_the_remote_engine(sim_root):
         assert first['Hostname'] == socket.gethostname()
         assert first['DCGM_FI_DRIVER_VERSION'] == '570.195.03'
         assert '\nDCGM_FI_DEV_POWER_USAGE{gpu="0",' in body and body.count('.') > 8
-        returncode, _, stderr = servers.output(process)
+        returncode, _unused, stderr = servers.output(process)
         assert returncode == 0
         assert 'msg="Attempting to connect to remote hostengine at localhost:%d"' % engine_port in stderr
 
@@ -80,7 +80,7 @@ def test_samples_follow_workloads(sim_root):
     with Servers() as servers:
         host = sim_root('l40s_2gpu')
         install_counters(host)
-        _, url = start_exporter(servers, host)
+        _unused, url = start_exporter(servers, host)
         before = {(n, l['gpu']): v for n, l, v in parse_metrics(http_get(url + '/metrics')[1])[2]}
         assert before[('DCGM_FI_DEV_GPU_UTIL', '1')] == 0
         host.start_workload('--gpu', '1', '--memory', '2048')
@@ -124,8 +124,8 @@ def test_mig_instances_are_separate_series(sim_root):
         host = sim_root('a100_40gb_mig')
         install_counters(host)
         assert host.smi('mig', '-cgi', '9,14', '-C').returncode == 0
-        _, url = start_exporter(servers, host)
-        rows = [labels for name, labels, _ in parse_metrics(http_get(url + '/metrics')[1])[2]
+        _unused, url = start_exporter(servers, host)
+        rows = [labels for name, labels, _unused in parse_metrics(http_get(url + '/metrics')[1])[2]
                 if name == 'DCGM_FI_DEV_FB_USED']
         assert sorted((r['GPU_I_PROFILE'], r['GPU_I_ID']) for r in rows) == [('2g.10gb', '3'), ('3g.20gb', '2')]
 
@@ -164,7 +164,7 @@ def test_web_config_tls_and_basic_auth(sim_root, tmp_path):
         assert http_get(url + '/metrics', 'prometheus', 'wrong', context=context)[0] == 401
         status, body = http_get(url + '/metrics', 'prometheus', 's3cret', context=context)
         assert status == 200 and 'DCGM_FI_DEV_GPU_TEMP{gpu="1"' in body
-        _, _, stderr = servers.output(process)
+        _unused1, _unused2, stderr = servers.output(process)
         assert 'msg="TLS is enabled." http2=true' in stderr
 
 

@@ -107,6 +107,6 @@ def test_foreground_mode_does_not_fork(sim_root):
         process = servers.start(host, 'nvidia-persistenced', '--foreground')
         assert wait_for(lambda: os.path.exists(host.path(PID_FILE)))
         assert read_pid(host.path(PID_FILE)) == process.pid
-        returncode, _, _ = servers.output(process)
+        returncode, _unused1, _unused2 = servers.output(process)
         assert returncode == 0
         assert not os.path.exists(host.path(PID_FILE))

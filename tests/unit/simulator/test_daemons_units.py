@@ -26,7 +26,7 @@ def unit(name):
             if line.startswith('['):
                 current = sections.setdefault(line[1:-1], [])
             else:
-                key, _, value = line.partition('=')
+                key, _unused, value = line.partition('=')
                 current.append((key, value))
     return sections
 
