@@ -44,5 +44,5 @@ def test_installed_collection_resolves_its_playbooks(tarball, tmp_path):
     inventory.write_text('all:\n  children:\n    gpu_nodes:\n      hosts:\n        gpu01:\n')
     for playbook in ('gpufleet.nvidia.site', 'gpufleet.nvidia.gpu_report'):
         result = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '-i', str(inventory), '--syntax-check',
-                                 playbook], env=env, cwd=str(tmp_path), capture_output=True, text=True)
+                                 playbook], env=env, cwd=str(tmp_path), capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stderr
