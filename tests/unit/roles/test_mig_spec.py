@@ -1,0 +1,220 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The mig role: argument spec against defaults, platform data, and the
+templates that turn mig_layouts into the boot file and the boot unit, rendered
+with Ansible's own templar."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import re
+
+import pytest
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE_DIR = os.path.join(REPO_ROOT, 'roles', 'mig')
+PLATFORM_FILES = ('Debian.yml', 'Ubuntu.yml', 'RedHat.yml', 'RedHat_8.yml')
+# Words of the nvidia_smi, nvidia_mig and nvidia_smi_info modules (parameters,
+# return keys, failure reasons) that share the role's prefix.
+MODULE_VOCABULARY = {'mig_mode', 'mig_devices', 'mig_uuids', 'mig_disabled'}
+PYTHON_TYPES = {'str': str, 'int': int, 'bool': bool, 'list': list, 'dict': dict, 'path': str}
+
+_LOADER = DataLoader()
+
+
+def _load(*parts):
+    return _LOADER.load_from_file(os.path.join(ROLE_DIR, *parts))
+
+
+def _trust(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trust(v) for v in value]
+    if isinstance(value, dict):
+        return dict((k, _trust(v)) for k, v in value.items())
+    return value
+
+
+def _plain(value):
+    """Tagged Ansible values as plain Python ones, for comparisons and type checks."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    return value
+
+
+def _defaults():
+    return _load('defaults', 'main.yml')
+
+
+def _options():
+    return _load('meta', 'argument_specs.yml')['argument_specs']['main']['options']
+
+
+def _role_vars(**overrides):
+    variables = dict(_trust(_defaults()))
+    variables.update(_trust(_load('vars', 'main.yml')))
+    variables.update(_trust(_load('vars', 'Debian.yml')))
+    variables['role_path'] = ROLE_DIR
+    variables.update(_trust(overrides))
+    return variables
+
+
+def _render(value, variables):
+    return _plain(Templar(loader=_LOADER, variables=variables).template(_trust(value)))
+
+
+def test_every_default_is_declared_and_every_option_has_a_default():
+    defaults, options = set(_defaults()), _options()
+    assert sorted(defaults - set(options)) == [], 'defaults/main.yml variables missing from meta/argument_specs.yml'
+    assert sorted(set(options) - defaults) == [], 'options without a default in defaults/main.yml'
+    assert [n for n, spec in options.items() if spec.get('required')] == []
+
+
+def test_every_option_is_prefixed_typed_described_and_defaulted_as_in_defaults():
+    defaults = _defaults()
+    for name, spec in _options().items():
+        assert name.startswith('mig_'), name
+        assert spec.get('description'), name
+        expected_type = PYTHON_TYPES[spec['type']]
+        value = _plain(defaults[name])
+        assert isinstance(value, expected_type), (name, value, spec['type'])
+        if expected_type is int:
+            assert not isinstance(value, bool), name
+        if spec['type'] == 'list':
+            assert all(isinstance(v, PYTHON_TYPES[spec['elements']]) for v in value), name
+        if 'choices' in spec:
+            assert value in spec['choices'], (name, value)
+        assert value == _plain(spec['default']), (name, value, spec['default'])
+
+
+def test_layout_entries_are_specified_like_the_nvidia_mig_module():
+    sub = _options()['mig_layouts']['options']
+    assert sub['gpus'] == dict(sub['gpus'], type='list', elements='str')
+    assert sub['profiles']['type'] == 'dict' and sub['profiles']['required'] is True
+
+
+def test_tasks_templates_and_handlers_only_read_declared_inputs():
+    declared = set(_defaults()) | MODULE_VOCABULARY
+    used = set()
+    for sub in ('tasks', 'templates', 'handlers', 'vars'):
+        folder = os.path.join(ROLE_DIR, sub)
+        for name in os.listdir(folder):
+            with open(os.path.join(folder, name)) as handle:
+                text = re.sub(r'(?m)^\s*tags:.*$', '', handle.read())
+            used |= set(re.findall(r'(?<![_\w])(mig_[a-z0-9_]*[a-z0-9])', text))
+    assert sorted(used - declared) == []
+
+
+def test_every_platform_file_names_a_python():
+    for name in PLATFORM_FILES:
+        data = _load('vars', name)
+        assert set(data) == {'__mig_platform_python'}, name
+        assert data['__mig_platform_python'].startswith('/'), name
+    assert _load('vars', 'RedHat_8.yml')['__mig_platform_python'] == '/usr/libexec/platform-python'
+
+
+def _task(file_name, task_name):
+    for task in _load('tasks', file_name):
+        if task.get('name') == task_name:
+            return task
+    raise AssertionError('no task %r in %s' % (task_name, file_name))
+
+
+def _normalise(layouts):
+    expression = _task('preflight.yml', 'Normalise the layouts')['ansible.builtin.set_fact']['__mig_config_layouts']
+    result = []
+    for entry in layouts:
+        result = _render(expression, _role_vars(mig_layouts=layouts, item=entry, __mig_config_layouts=result))
+    return result
+
+
+def test_layouts_are_normalised_for_the_module_and_the_boot_file():
+    layouts = [
+        {'gpus': [0, ' 1 '], 'profiles': {'MIG 3g.40gb': 1, '1G.10GB': '2'}},
+        {'profiles': {'7g.80gb': 1}},
+        {'gpus': ['00000000:87:00.0'], 'profiles': {}},
+    ]
+    assert _normalise(layouts) == [
+        {'gpus': ['0', '1'], 'profiles': {'3g.40gb': 1, '1g.10gb': 2}},
+        {'gpus': None, 'profiles': {'7g.80gb': 1}},
+        {'gpus': ['00000000:87:00.0'], 'profiles': {}},
+    ]
+
+
+def test_the_boot_file_is_the_json_the_boot_script_reads():
+    task = _task('boot.yml', 'Write the layout the boot script applies')['ansible.builtin.copy']
+    layouts = [{'gpus': ['0'], 'profiles': {'3g.20gb': 2}}]
+    text = _render(task['content'], _role_vars(__mig_config_layouts=layouts))
+    assert json.loads(text) == {'version': 1, 'layouts': layouts}
+    assert text.endswith('}\n')
+    validate = _render(task['validate'], _role_vars())
+    assert validate == '/usr/bin/python3 /usr/local/lib/gpufleet-mig/gpufleet_mig_layout.py --check-config --config %s'
+
+
+def _unit(**overrides):
+    with open(os.path.join(ROLE_DIR, 'templates', 'gpufleet-mig-layout.service.j2')) as handle:
+        source = handle.read()
+    return _render(source, _role_vars(ansible_managed='managed', **overrides))
+
+
+def _directives(unit):
+    pairs = [line.split('=', 1) for line in unit.splitlines() if '=' in line and not line.startswith('#')]
+    return dict((key, value) for key, value in pairs)
+
+
+def test_boot_unit_orders_itself_between_gpu_bring_up_and_gpu_users():
+    directives = _directives(_unit())
+    assert directives['After'].split() == ['systemd-modules-load.service', 'nvidia-persistenced.service',
+                                           'nvidia-fabricmanager.service']
+    assert directives['Before'].split() == ['nvidia-dcgm.service', 'nvidia-dcgm-exporter.service', 'docker.service',
+                                            'containerd.service', 'kubelet.service', 'nvidia-cdi-refresh.service']
+    assert directives['Type'] == 'oneshot' and directives['RemainAfterExit'] == 'yes'
+    assert directives['ExecStart'] == ('/usr/bin/python3 /usr/local/lib/gpufleet-mig/gpufleet_mig_layout.py '
+                                       '--config /etc/gpufleet/mig-layout.json --wait-driver 120 --timeout 60')
+    assert directives['ConditionPathExists'] == '/etc/gpufleet/mig-layout.json'
+    assert directives['WantedBy'] == 'multi-user.target'
+    # Long enough for the driver wait and every call the script makes.
+    assert int(directives['TimeoutStartSec']) > 120 + 60
+
+
+def test_boot_unit_follows_the_inputs():
+    unit = _unit(mig_before_services=[], mig_after_services=['nvidia-sim-modload.service'],
+                 mig_boot_python='/opt/python/bin/python3', mig_config_path='/srv/mig.json')
+    directives = _directives(unit)
+    assert 'Before' not in directives
+    assert directives['After'] == 'systemd-modules-load.service nvidia-sim-modload.service'
+    assert directives['ExecStart'].startswith('/opt/python/bin/python3 ')
+    assert '--config /srv/mig.json' in directives['ExecStart']
+
+
+@pytest.mark.parametrize('services, expected', [
+    (['nvsm', 'nvidia-dcgm.service'], ['nvsm.service', 'nvidia-dcgm.service']),
+    (['dcgm-exporter'], ['dcgm-exporter.service']),
+])
+def test_reset_services_are_compared_as_unit_names(services, expected):
+    variables = _role_vars(mig_reset_stop_services=services)
+    assert _render(variables['__mig_reset_stop_units'], variables) == expected
+
+
+def test_boot_script_library_is_the_collection_module_utils():
+    variables = _role_vars()
+    source = os.path.normpath(_render(variables['__mig_library_src'], variables))
+    assert source == os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'nvidia_mig.py')
+    assert os.path.isfile(source)
