@@ -8,6 +8,7 @@ __metaclass__ = type
 
 import json
 import os
+import socket
 
 from daemon_helpers import Servers, pid_alive, read_pid, start_hostengine, wait_for
 
@@ -57,8 +58,13 @@ def test_discovery_on_pcie_gpus_has_no_switches(sim_root):
 
 def test_dcgmi_without_engine_fails_like_the_real_one(sim_root):
     host = sim_root('l40s_2gpu')
-    result = host.run('dcgmi', 'discovery', '-l')
-    assert (result.returncode, result.stdout) == (235, NO_ENGINE % 'localhost')
+    # A port nothing listens on: the default 5555 may be taken on a shared
+    # loopback (host-networked test containers run real simulated engines).
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        target = 'localhost:%d' % probe.getsockname()[1]
+    result = host.run('dcgmi', '--host', target, 'discovery', '-l')
+    assert (result.returncode, result.stdout) == (235, NO_ENGINE % target)
     bad_args = host.run('dcgmi', 'health', '-s', 'pq')
     assert bad_args.returncode == 255 and 'Invalid flags detected' in bad_args.stderr
 
