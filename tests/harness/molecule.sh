@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Run Molecule scenarios on the container harness:
-#   tests/harness/molecule.sh [--keep] [scenario ...]   (default: every scenario)
+#   tests/harness/molecule.sh [--keep] [-j N] [scenario ...]   (default: every scenario)
 # Provides what the scenarios need and no registry can: a Docker engine, the
 # locally built systemd base images, and the signed simulated NVIDIA repository.
 # --keep: leave the engine and repository server running afterwards (a daemon
-# this script started is otherwise stopped).
+#         this script started is otherwise stopped).
+# -j N:   run N scenarios at once (default GPUFLEET_MOLECULE_JOBS, else 1).
+#         Scenarios mostly wait on apt, systemd and Ansible's round trips, so
+#         two or three at once finish sooner even on two cores. They can share
+#         the host because every scenario names its own containers and no two
+#         scenarios bind the same loopback port (see docs/testing.md).
+# Each scenario's output goes to $GPUFLEET_STATE_DIR/logs/<scenario>.log and is
+# printed whole when the scenario ends, so parallel output never interleaves.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -12,15 +19,35 @@ top=$(cd "$here/../.." && pwd)
 . "$here/env.sh"
 
 keep=false
-if [ "${1:-}" = "--keep" ]; then keep=true; shift; fi
+jobs=${GPUFLEET_MOLECULE_JOBS:-1}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) keep=true; shift ;;
+    -j) jobs=$2; shift 2 ;;
+    -j*) jobs=${1#-j}; shift ;;
+    *) break ;;
+  esac
+done
+case "$jobs" in ''|*[!0-9]*|0) echo "molecule.sh: -j wants a positive number, got '$jobs'" >&2; exit 2 ;; esac
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
-  for f in "$top"/molecule/*/molecule.yml; do
-    scenarios+=("$(basename "$(dirname "$f")")")
-  done
+  # Longest first, so the slowest scenario does not start last. The weights
+  # are seconds measured on the CI machine (docs/testing.md); unknown ones last.
+  while read -r _w s; do scenarios+=("$s"); done < <(
+    for f in "$top"/molecule/*/molecule.yml; do
+      w=$(sed -n 's/^# ci-seconds: *\([0-9]*\).*/\1/p' "$f" | head -n1)
+      echo "${w:-0} $(basename "$(dirname "$f")")"
+    done | sort -k1,1rn -k2,2)
 fi
 
 cleanup() {
+  # Stop whatever still runs (an interrupted run), then the shared services.
+  local pids
+  pids=$(jobs -pr)
+  if [ -n "$pids" ]; then
+    # shellcheck disable=SC2086
+    kill $pids 2>/dev/null || true
+  fi
   if ! $keep; then
     "$here/simulated-repo.sh" stop || true
     "$here/docker-engine.sh" stop || true
@@ -35,17 +62,61 @@ PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start
 export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
 cd "$top"
-failed=()
-for s in "${scenarios[@]}"; do
-  echo "=== molecule scenario: $s ==="
+logs="$GPUFLEET_STATE_DIR/logs"
+mkdir -p "$logs"
+
+run_one() {
+  local s=$1 start rc=0
   start=$(date +%s)
-  if molecule test -s "$s"; then
-    echo "=== scenario $s passed in $(( $(date +%s) - start )) s ==="
+  molecule test -s "$s" > "$logs/$s.log" 2>&1 || rc=$?
+  echo "$rc $(( $(date +%s) - start ))" > "$logs/$s.result"
+  return "$rc"
+}
+
+report() {
+  local s=$1 rc secs
+  read -r rc secs < "$logs/$s.result"
+  echo "=== molecule scenario: $s ==="
+  cat "$logs/$s.log"
+  if [ "$rc" = 0 ]; then
+    echo "=== scenario $s passed in $secs s ==="
   else
-    echo "=== scenario $s FAILED after $(( $(date +%s) - start )) s ===" >&2
+    echo "=== scenario $s FAILED (exit $rc) after $secs s ===" >&2
     failed+=("$s")
   fi
+}
+
+# Report every finished scenario; one that died without writing its result
+# (killed) counts as failed.
+reap() {
+  local r
+  for r in "${!running[@]}"; do
+    if [ ! -f "$logs/$r.result" ] && ! kill -0 "${running[$r]}" 2>/dev/null; then
+      echo "255 0" > "$logs/$r.result"
+    fi
+    if [ -f "$logs/$r.result" ]; then report "$r"; unset "running[$r]"; fi
+  done
+}
+
+failed=()
+declare -A running=()
+overall=$(date +%s)
+for s in "${scenarios[@]}"; do
+  [ -f "$top/molecule/$s/molecule.yml" ] || { echo "molecule.sh: no scenario '$s'" >&2; failed+=("$s"); continue; }
+  rm -f "$logs/$s.result"
+  while [ ${#running[@]} -ge "$jobs" ]; do
+    wait -n || true
+    reap
+  done
+  echo "--- starting scenario $s ($(( ${#running[@]} + 1 )) running) ---"
+  run_one "$s" &
+  running[$s]=$!
 done
+while [ ${#running[@]} -gt 0 ]; do
+  wait -n || true
+  reap
+done
+echo "molecule: ${#scenarios[@]} scenarios, $jobs at a time, $(( $(date +%s) - overall )) s"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "failed scenarios: ${failed[*]}" >&2
   exit 1

@@ -1,0 +1,204 @@
+"""The NVIDIA Container Toolkit as the role leaves it: pinned and held packages
+from the signed repository, runtime configurations that kept every setting
+they had and name the nvidia runtime, and a CDI specification for every GPU."""
+import csv
+import io
+import json
+import os
+import tomllib
+
+import pytest
+import yaml
+
+PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+            "libnvidia-container1")
+# What molecule/container_toolkit/files/ put in place before the first converge.
+DOCKER_BEFORE = {
+    "data-root": "/srv/docker",
+    "live-restore": True,
+    "log-driver": "json-file",
+    "log-opts": {"max-file": "3", "max-size": "100m"},
+    "registry-mirrors": ["https://mirror.gcr.io"],
+}
+CRI = "io.containerd.grpc.v1.cri"
+
+
+def variables(host):
+    return host.ansible.get_variables()
+
+
+def version(host):
+    return str(variables(host).get("container_toolkit_version", "1.18.0"))
+
+
+def refresh_units(host):
+    return tuple(int(p) for p in version(host).split(".")[:2]) >= (1, 18)
+
+
+def set_as_default(host):
+    return bool(variables(host).get("container_toolkit_set_as_default", False))
+
+
+def gpus(host):
+    out = host.check_output("nvidia-smi --query-gpu=index,uuid --format=csv,noheader")
+    return [(int(row[0]), row[1].strip()) for row in csv.reader(io.StringIO(out), skipinitialspace=True)]
+
+
+def read_json(host, path):
+    return json.loads(host.file(path).content_string)
+
+
+def read_toml(host, path):
+    f = host.file(path)
+    return tomllib.loads(f.content_string) if f.exists else {}
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_package_pinned_and_held(host, name):
+    pkg = host.package(name)
+    assert pkg.is_installed
+    assert pkg.version == version(host) + "-1"
+    assert name in host.check_output("apt-mark showhold").split()
+
+
+def test_nvidia_ctk_reports_the_pinned_version(host):
+    assert "version %s" % version(host) in host.check_output("nvidia-ctk --version")
+
+
+def test_repository_is_a_deb822_source_signed_by_the_checked_key(host):
+    source = host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.sources").content_string
+    assert "Signed-By: /etc/apt/keyrings/nvidia-container-toolkit.asc" in source
+    assert "/libnvidia-container/stable/deb/amd64/" in source
+    assert "Trusted" not in source
+    # The simulated repository's key, read on the controller where the harness built it.
+    repo_dir = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
+    with open(os.path.join(repo_dir, "keys", "nvidia-container-toolkit-fingerprint")) as handle:
+        expected = handle.read().strip()
+    keys = host.check_output("gpg --show-keys --with-colons /etc/apt/keyrings/nvidia-container-toolkit.asc")
+    assert [line.split(":")[9] for line in keys.splitlines() if line.startswith("fpr:")][0] == expected
+    # NVIDIA's install guide's one-line source would clash with it.
+    assert not host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.list").exists
+
+
+def test_docker_kept_its_settings_and_gained_the_nvidia_runtime(host):
+    config = read_json(host, "/etc/docker/daemon.json")
+    for key, value in DOCKER_BEFORE.items():
+        assert config[key] == value, key
+    assert config["runtimes"]["nvidia"]["path"] == "nvidia-container-runtime"
+    if set_as_default(host):
+        assert config["default-runtime"] == "nvidia"
+    else:
+        assert "default-runtime" not in config
+
+
+def containerd_documents(host):
+    main = read_toml(host, "/etc/containerd/config.toml")
+    docs = [main]
+    if "/etc/containerd/conf.d/*.toml" in main.get("imports", []):
+        docs.append(read_toml(host, "/etc/containerd/conf.d/99-nvidia.toml"))
+    return main, docs
+
+
+def test_containerd_kept_its_settings(host):
+    main, _ = containerd_documents(host)
+    assert main["version"] == 2
+    assert main["root"] == "/var/lib/containerd"
+    assert main["oom_score"] == -999
+    assert main["grpc"] == {"address": "/run/containerd/containerd.sock", "max_recv_message_size": 16777216}
+    cri = main["plugins"][CRI]
+    assert cri["sandbox_image"] == "registry.k8s.io/pause:3.9"
+    assert cri["registry"] == {"config_path": "/etc/containerd/certs.d"}
+    assert cri["containerd"]["snapshotter"] == "overlayfs"
+    assert cri["containerd"]["runtimes"]["runc"] == {"runtime_type": "io.containerd.runc.v2",
+                                                     "options": {"SystemdCgroup": True}}
+
+
+def test_containerd_names_the_nvidia_runtime_with_runc_options(host):
+    _, docs = containerd_documents(host)
+    runtimes = [d["plugins"][CRI]["containerd"]["runtimes"]["nvidia"] for d in docs
+                if "nvidia" in d.get("plugins", {}).get(CRI, {}).get("containerd", {}).get("runtimes", {})]
+    assert len(runtimes) == 1
+    assert runtimes[0]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    # Copied from runc, so the cgroup driver stays the same.
+    assert runtimes[0]["options"]["SystemdCgroup"] is True
+    defaults = [d["plugins"][CRI]["containerd"].get("default_runtime_name") for d in docs
+                if "containerd" in d.get("plugins", {}).get(CRI, {})]
+    assert ("nvidia" in defaults) == set_as_default(host)
+
+
+def test_crio_when_listed(host):
+    if "crio" not in (variables(host).get("container_toolkit_runtimes") or []):
+        pytest.skip("crio is not configured on this host")
+    docs = [read_toml(host, "/etc/crio/crio.conf"), read_toml(host, "/etc/crio/conf.d/99-nvidia.toml")]
+    nvidia = [d["crio"]["runtime"]["runtimes"]["nvidia"] for d in docs
+              if "nvidia" in d.get("crio", {}).get("runtime", {}).get("runtimes", {})]
+    assert nvidia and nvidia[0]["runtime_path"] == "/usr/bin/nvidia-container-runtime"
+
+
+def cdi_spec_path(host):
+    return "/var/run/cdi/nvidia.yaml" if refresh_units(host) else "/etc/cdi/nvidia.yaml"
+
+
+def test_cdi_spec_describes_every_gpu(host):
+    spec = yaml.safe_load(host.file(cdi_spec_path(host)).content_string)
+    assert spec["kind"] == "nvidia.com/gpu"
+    names = {d["name"]: d for d in spec["devices"]}
+    for index, uuid in gpus(host):
+        for name in (str(index), uuid):
+            assert names[name]["containerEdits"]["deviceNodes"] == [{"path": "/dev/nvidia%d" % index}]
+    assert {n["path"] for n in names["all"]["containerEdits"]["deviceNodes"]} >= {
+        "/dev/nvidia%d" % i for i, _ in gpus(host)}
+
+
+def test_only_one_cdi_spec_for_the_gpus(host):
+    other = "/etc/cdi/nvidia.yaml" if refresh_units(host) else "/var/run/cdi/nvidia.yaml"
+    assert not host.file(other).exists
+
+
+def test_nvidia_ctk_cdi_list_lists_every_gpu(host):
+    listed = set(host.check_output("nvidia-ctk cdi list").split())
+    for index, uuid in gpus(host):
+        assert "nvidia.com/gpu=%d" % index in listed
+        assert "nvidia.com/gpu=%s" % uuid in listed
+
+
+def test_cdi_refresh_units(host):
+    if not refresh_units(host):
+        assert not host.file("/etc/systemd/system/nvidia-cdi-refresh.path").exists
+        return
+    assert host.service("nvidia-cdi-refresh.path").is_enabled
+    assert host.service("nvidia-cdi-refresh.path").is_running
+    assert host.service("nvidia-cdi-refresh.service").is_enabled
+
+
+def test_state_file_records_what_the_spec_was_made_for(host):
+    state = read_json(host, "/var/lib/gpufleet/container-toolkit-cdi.json")
+    driver = host.check_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader").splitlines()[0].strip()
+    assert state["driver_version"] == driver
+    assert state["spec"] == cdi_spec_path(host)
+    assert state["gpu_uuids"] == [uuid for _, uuid in gpus(host)]
+    assert state["toolkit_version"] == version(host) + "-1"
+
+
+def test_cve_mitigation_only_with_an_accepted_vulnerable_version(host):
+    config = read_toml(host, "/etc/nvidia-container-runtime/config.toml")
+    spec = host.file(cdi_spec_path(host)).content_string
+    if variables(host).get("container_toolkit_accept_vulnerable_version"):
+        assert config["features"]["disable-cuda-compat-lib-hook"] is True
+        # The hook CVE-2025-23266 abuses is gone from the specification.
+        assert "enable-cuda-compat" not in spec
+    else:
+        assert "disable-cuda-compat-lib-hook" not in config.get("features", {})
+        assert "enable-cuda-compat" in spec
+
+
+def test_requested_toolkit_settings(host):
+    settings = variables(host).get("container_toolkit_config_settings") or {}
+    config = read_toml(host, "/etc/nvidia-container-runtime/config.toml")
+    for key, value in settings.items():
+        node = config
+        for part in key.split("."):
+            node = node[part]
+        assert node == value, key
+    # nvidia-ctk kept the rest of its configuration.
+    assert config["nvidia-container-runtime"]["mode"] == "auto"

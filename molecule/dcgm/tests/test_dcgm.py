@@ -1,0 +1,120 @@
+"""gpufleet.nvidia.dcgm on the simulated stack: packages, drop-in, service, sockets, discovery, watches."""
+import json
+import re
+
+import pytest
+
+DCGM4 = ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary")
+DROPIN = "/etc/systemd/system/nvidia-dcgm.service.d/10-gpufleet-listener.conf"
+
+
+def ansible_vars(host):
+    return host.ansible.get_variables()
+
+
+def port(host):
+    return int(ansible_vars(host).get("dcgm_port", 5555))
+
+
+def profile(host):
+    name = host.file("/etc/nvidia-sim/profile").content_string.strip()
+    return json.loads(host.file("/usr/share/nvidia-sim/profiles/%s.json" % name).content_string)
+
+
+def driver_cuda_major(host):
+    header = host.check_output("nvidia-smi")
+    return re.search(r"CUDA Version: (\d+)\.", header).group(1)
+
+
+def dcgmi(host, *args):
+    return host.check_output("dcgmi %s --host 127.0.0.1:%d" % (" ".join(args), port(host)))
+
+
+
+def listeners(host, program):
+    """Local addresses of the TCP listeners whose process runs ``program``.
+
+    Host networking: the other container's listeners show in the table too,
+    but only this container's processes carry a pid (-p). The process is told
+    by its command line, which names the program however it was started.
+    """
+    table = host.check_output("ss -H -ltnp")
+    found = set()
+    for line in table.splitlines():
+        fields = line.split()
+        for pid in re.findall(r"pid=(\d+)", line):
+            cmdline = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+            if any(arg == program or arg.endswith("/" + program) for arg in cmdline):
+                found.add(fields[3])
+    return found
+
+def test_dcgm4_installed_at_one_version_with_the_drivers_cuda_plugin(host):
+    plugin = "datacenter-gpu-manager-4-cuda%s" % driver_cuda_major(host)
+    versions = set()
+    for name in DCGM4 + (plugin,):
+        package = host.package(name)
+        assert package.is_installed, name
+        versions.add(package.version)
+    assert len(versions) == 1, versions
+    other = "13" if plugin.endswith("12") else "12"
+    assert not host.package("datacenter-gpu-manager-4-cuda%s" % other).is_installed
+
+
+def test_dcgm3_is_gone(host):
+    assert not host.package("datacenter-gpu-manager").is_installed
+
+
+def test_dropin_replaces_the_packaged_command_line(host):
+    dropin = host.file(DROPIN)
+    assert dropin.is_file and dropin.user == "root" and dropin.mode == 0o644
+    execstart = [line for line in dropin.content_string.splitlines() if line.startswith("ExecStart=")]
+    # An empty ExecStart= first clears the packaged one.
+    assert execstart[0] == "ExecStart="
+    argv = execstart[1][len("ExecStart="):].split()
+    assert argv[:2] == ["/usr/bin/nv-hostengine", "-n"]
+    assert argv[argv.index("--bind-interface") + 1] == "127.0.0.1"
+    assert argv[argv.index("--port") + 1] == str(port(host))
+    assert argv[argv.index("--service-account") + 1] == "nvidia-dcgm"
+
+
+def test_systemd_runs_the_dropin_command_line(host):
+    shown = host.check_output("systemctl show -p ExecStart --value nvidia-dcgm")
+    assert "--port %d" % port(host) in shown
+    assert shown.count("argv[]=") == 1
+
+
+def test_service_enabled_and_active(host):
+    service = host.service("nvidia-dcgm")
+    assert service.is_enabled
+    assert service.is_running
+
+
+def test_hostengine_listens_on_loopback_only(host):
+    assert listeners(host, "nv-hostengine") == {"127.0.0.1:%d" % port(host)}
+
+
+def test_discovery_lists_every_gpu_and_nvswitch(host):
+    expected = profile(host)
+    out = dcgmi(host, "discovery", "-l")
+    assert re.search(r"^%d GPUs? found\." % len(expected["gpus"]), out, re.M), out
+    assert set(re.findall(r"Device UUID: (GPU-[0-9a-f-]+)", out)) == {g["uuid"] for g in expected["gpus"]}
+    switches = len(expected.get("nvswitches") or [])
+    assert re.search(r"^%d NvSwitch(es)? found\." % switches, out, re.M), out
+
+
+def test_hgx_has_nvswitches(host):
+    if not profile(host).get("nvswitches"):
+        pytest.skip("no NVSwitch on this profile")
+    out = dcgmi(host, "discovery", "-l")
+    assert int(re.search(r"^(\d+) NvSwitch", out, re.M).group(1)) > 0
+
+
+def test_health_watches_are_set(host):
+    letters = ansible_vars(host)["dcgm_health_watches"]
+    body = json.loads(dcgmi(host, "health", "-f", "-j"))["body"]
+    on = {name for name, entry in body.items() if entry["value"] == "On"}
+    named = {"p": {"PCIe"}, "m": {"Memory"}, "i": {"InfoROM"}, "t": {"Thermal", "Power"}, "n": {"NVLINK"}}
+    if letters == "a":
+        assert set().union(*named.values()) <= on
+    else:
+        assert on == set().union(*(named[letter] for letter in letters))

@@ -1,0 +1,153 @@
+"""gpufleet.nvidia.dcgm_exporter on the simulated stack: files, service, sockets and /metrics content."""
+import csv
+import io
+import json
+import re
+
+import pytest
+import yaml
+
+DROPIN = "/etc/systemd/system/nvidia-dcgm-exporter.service.d/10-gpufleet.conf"
+COUNTERS = "/etc/dcgm-exporter/gpufleet-counters.csv"
+WEB_CONFIG = "/etc/dcgm-exporter/gpufleet-web-config.yml"
+EXTRA = "DCGM_FI_DEV_POWER_MGMT_LIMIT"
+
+# Scrapes from inside the container (no curl there): prints status and body as JSON.
+SCRAPE = r"""
+import base64, json, ssl, sys, urllib.error, urllib.request
+url, user, password, cafile = sys.argv[1:5]
+request = urllib.request.Request(url)
+if user:
+    request.add_header("Authorization", "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode())
+context = ssl.create_default_context(cafile=cafile) if cafile else None
+try:
+    with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+        print(json.dumps({"status": answer.status, "body": answer.read().decode()}))
+except urllib.error.HTTPError as error:
+    print(json.dumps({"status": error.code, "body": ""}))
+"""
+
+
+def ansible_vars(host):
+    return host.ansible.get_variables()
+
+
+def exporter_port(host):
+    return int(ansible_vars(host).get("dcgm_exporter_port", 9400))
+
+
+def dcgm_port(host):
+    return int(ansible_vars(host).get("dcgm_port", 5555))
+
+
+def web_config(host):
+    return ansible_vars(host).get("dcgm_exporter_web_config") or {}
+
+
+def scrape(host, with_credentials=True):
+    variables = ansible_vars(host)
+    tls = "tls_server_config" in web_config(host)
+    url = "%s://127.0.0.1:%d/metrics" % ("https" if tls else "http", exporter_port(host))
+    user = variables.get("dcgm_exporter_verify_username", "") if with_credentials else ""
+    password = variables.get("dcgm_exporter_verify_password", "") if with_credentials else ""
+    cafile = variables.get("dcgm_exporter_verify_ca_path", "") if tls else ""
+    result = host.run("python3 -c %s %s %s %s %s" % tuple(
+        "'%s'" % arg.replace("'", "'\\''") for arg in (SCRAPE, url, user, password, cafile)))
+    assert result.rc == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def gpus(host):
+    out = host.check_output("nvidia-smi --query-gpu=index,uuid --format=csv,noheader")
+    return {row[0].strip(): row[1].strip() for row in csv.reader(io.StringIO(out))}
+
+
+
+def listeners(host, program):
+    """Local addresses of the TCP listeners whose process runs ``program``.
+
+    Host networking: the other container's listeners show in the table too,
+    but only this container's processes carry a pid (-p). The process is told
+    by its command line, which names the program however it was started.
+    """
+    table = host.check_output("ss -H -ltnp")
+    found = set()
+    for line in table.splitlines():
+        fields = line.split()
+        for pid in re.findall(r"pid=(\d+)", line):
+            cmdline = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+            if any(arg == program or arg.endswith("/" + program) for arg in cmdline):
+                found.add(fields[3])
+    return found
+
+def test_package_installed(host):
+    assert host.package("datacenter-gpu-manager-exporter").is_installed
+
+
+def test_dropin_runs_remote_mode_on_our_listener(host):
+    dropin = host.file(DROPIN)
+    assert dropin.user == "root" and dropin.mode == 0o644
+    execstart = [line for line in dropin.content_string.splitlines() if line.startswith("ExecStart=")]
+    assert execstart[0] == "ExecStart="
+    argv = execstart[1][len("ExecStart="):].split()
+    assert argv[0] == "/usr/bin/dcgm-exporter"
+    assert argv[argv.index("-r") + 1] == "127.0.0.1:%d" % dcgm_port(host)
+    assert argv[argv.index("-a") + 1] == "127.0.0.1:%d" % exporter_port(host)
+    assert argv[argv.index("-f") + 1] == COUNTERS
+
+
+def test_running_exporter_reads_the_host_engine(host):
+    # Remote mode: the running process got -r, so it started no engine of its own.
+    pid = host.check_output("systemctl show -p MainPID --value nvidia-dcgm-exporter")
+    argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+    assert argv[argv.index("-r") + 1] == "127.0.0.1:%d" % dcgm_port(host)
+
+
+def test_counters_file_has_the_defaults_and_the_extra_counter(host):
+    text = host.file(COUNTERS).content_string
+    records = list(csv.reader(line for line in text.splitlines() if line and not line.startswith("#")))
+    names = [record[0] for record in records]
+    assert EXTRA in names
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"} <= set(names)
+    assert all(len(record) == 3 for record in records)
+
+
+def test_web_config_file(host):
+    expected = web_config(host)
+    config = host.file(WEB_CONFIG)
+    if not expected:
+        assert not config.exists
+        return
+    assert config.user == "root" and config.group == "root"
+    assert config.mode == 0o640
+    assert yaml.safe_load(config.content_string) == expected
+
+
+def test_service_enabled_and_active(host):
+    service = host.service("nvidia-dcgm-exporter")
+    assert service.is_enabled
+    assert service.is_running
+
+
+def test_exporter_listens_on_loopback_only(host):
+    assert listeners(host, "dcgm-exporter") == {"127.0.0.1:%d" % exporter_port(host)}
+
+
+def test_metrics_carry_every_counter_for_every_gpu(host):
+    answer = scrape(host)
+    assert answer["status"] == 200
+    body = answer["body"]
+    expected = gpus(host)
+    hostname = host.check_output("hostname")
+    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", EXTRA):
+        samples = re.findall(r"^%s\{([^}]*)\} \S+$" % name, body, re.M)
+        labels = [dict(re.findall(r'(\w+)="([^"]*)"', sample)) for sample in samples]
+        assert {label["gpu"]: label["UUID"] for label in labels} == expected, name
+        assert {label["Hostname"] for label in labels} == {hostname}
+        assert all("DCGM_FI_DRIVER_VERSION" in label for label in labels)
+
+
+def test_metrics_need_credentials_when_basic_auth_is_set(host):
+    if "basic_auth_users" not in web_config(host):
+        pytest.skip("no basic auth on this host")
+    assert scrape(host, with_credentials=False)["status"] == 401

@@ -1,0 +1,158 @@
+"""The nvidia_driver role's end state, per concern, read on the converged hosts."""
+import csv
+import io
+import os
+import re
+
+import pytest
+
+KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
+SOURCE = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
+PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
+KERNEL_MODULE_PACKAGE = {"open": "nvidia-kernel-open-dkms", "proprietary": "nvidia-kernel-dkms"}
+
+
+@pytest.fixture(scope="module")
+def expected(host):
+    variables = host.ansible.get_variables()
+    return {
+        "branch": str(variables["nvidia_driver_branch"]),
+        "flavour": variables["nvidia_driver_flavour"],
+        "hardening": bool(variables.get("nvidia_driver_device_file_hardening", False)),
+        "module_options": variables.get("nvidia_driver_module_options", {}),
+        "gpus": int(variables["nvidia_driver_expected_gpu_count"]),
+    }
+
+
+@pytest.fixture(scope="module")
+def repo_fingerprint():
+    # Written by the harness next to the key it signs the repository with.
+    repo_dir = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
+    with open(os.path.join(repo_dir, "keys", "fingerprint")) as handle:
+        return handle.read().strip().upper()
+
+
+@pytest.fixture(scope="module")
+def installed_driver(host):
+    return host.package("nvidia-driver").version.split("-")[0]
+
+
+# --- repository -----------------------------------------------------------
+
+def test_keyring_is_the_pinned_key(host, repo_fingerprint):
+    keyring = host.file(KEYRING)
+    assert keyring.exists and keyring.user == "root" and keyring.mode == 0o644
+    listing = host.check_output("gpg --show-keys --with-colons %s", KEYRING)
+    primary = re.findall(r"^fpr:+([0-9A-F]{40}):", listing, re.M)[0]
+    assert primary == repo_fingerprint
+
+
+def test_source_is_signed_by_the_keyring_only(host):
+    source = host.file(SOURCE).content_string
+    assert "Signed-By: %s" % KEYRING in source
+    assert "Trusted" not in source
+    assert not host.file("/etc/apt/trusted.gpg").exists
+    assert not host.package("cuda-keyring").is_installed
+    # No other source for the same repository (that is what breaks apt).
+    uri = re.search(r"^URIs: (\S+)", source, re.M).group(1)
+    others = host.run("grep -rlF %s /etc/apt/sources.list /etc/apt/sources.list.d", uri.rstrip("/")).stdout.split()
+    assert others == [SOURCE]
+
+
+def test_apt_verifies_the_repository(host):
+    update = host.run("apt-get update -o APT::Update::Error-Mode=any")
+    assert update.rc == 0, update.stderr
+
+
+# --- packages -------------------------------------------------------------
+
+def test_requested_branch_and_flavour_are_installed(host, expected, installed_driver):
+    assert installed_driver.split(".")[0] == expected["branch"]
+    assert host.package(KERNEL_MODULE_PACKAGE[expected["flavour"]]).is_installed
+    other = "proprietary" if expected["flavour"] == "open" else "open"
+    assert not host.package(KERNEL_MODULE_PACKAGE[other]).is_installed
+    if expected["flavour"] == "proprietary":
+        assert host.package("cuda-drivers-%s" % expected["branch"]).is_installed
+
+
+def test_driver_packages_are_held_at_one_version(host, installed_driver):
+    held = set(host.check_output("apt-mark showhold").split())
+    listing = host.check_output(r"dpkg-query -W -f='${Package} ${Version}\n' 'nvidia-*' 'libnvidia-*' 'libcuda*'")
+    driver_packages = {}
+    for line in listing.splitlines():
+        name, _unused, version = line.partition(" ")
+        if re.match(r"^[0-9]{3,4}\.", version):
+            driver_packages[name] = version.split("-")[0]
+    assert {"nvidia-driver", "nvidia-smi", "libcuda1", "libnvidia-ml1"} <= set(driver_packages)
+    assert set(driver_packages) <= held, "not held: %s" % sorted(set(driver_packages) - held)
+    assert set(driver_packages.values()) == {installed_driver}
+
+
+def test_driver_version_is_pinned(host, installed_driver):
+    pin = host.file(PIN).content_string
+    assert "Pin: version %s-*" % installed_driver in pin
+    assert "Pin-Priority: 1000" in pin
+    # apt agrees: the installed version is every piece's candidate.
+    policy = host.check_output("apt-cache policy nvidia-driver libcuda1")
+    assert policy.count("Candidate: %s-" % installed_driver) == 2
+
+
+def test_unattended_upgrades_stay_away(host):
+    config = host.file("/etc/apt/apt.conf.d/51gpufleet-nvidia-unattended-upgrades").content_string
+    assert "Unattended-Upgrade::Package-Blacklist" in config
+    for pattern in ("nvidia-", "libnvidia-", "libcuda1", "cuda-drivers"):
+        assert '"%s";' % pattern in config
+    dump = host.check_output("apt-config dump Unattended-Upgrade::Package-Blacklist")
+    assert '"libnvidia-"' in dump
+
+
+# --- kernel modules -------------------------------------------------------
+
+def test_nouveau_is_blacklisted(host):
+    blacklist = host.file("/etc/modprobe.d/gpufleet-blacklist-nouveau.conf").content_string
+    assert re.search(r"^blacklist nouveau$", blacklist, re.M)
+    assert re.search(r"^options nouveau modeset=0$", blacklist, re.M)
+
+
+def test_nvidia_uvm_loads_at_boot(host):
+    lines = host.file("/etc/modules-load.d/gpufleet-nvidia-uvm.conf").content_string.splitlines()
+    assert "nvidia-uvm" in [line.strip() for line in lines if not line.startswith("#")]
+
+
+def test_module_options_are_in_one_managed_file(host, expected):
+    path = "/etc/modprobe.d/gpufleet-nvidia.conf"
+    if not expected["hardening"] and not expected["module_options"]:
+        assert not host.file(path).exists
+        return
+    options = [line for line in host.file(path).content_string.splitlines() if line.startswith("options ")]
+    assert len(options) == 1 and options[0].startswith("options nvidia ")
+    values = dict(item.split("=", 1) for item in options[0].split()[2:])
+    for name, value in expected["module_options"].get("nvidia", {}).items():
+        assert values[name] == str(value)
+    if expected["hardening"]:
+        gid = host.group("nvidia").gid
+        assert values["NVreg_DeviceFileMode"] == "0660"
+        assert values["NVreg_DeviceFileGID"] == str(gid)
+        assert values["NVreg_DeviceFileUID"] == "0"
+        assert values["NVreg_RestrictProfilingToAdminUsers"] == "1"
+
+
+def test_dkms_module_is_installed_for_the_running_kernel(host, installed_driver):
+    kernel = host.check_output("uname -r")
+    status = host.check_output("dkms status")
+    assert re.search(r"^nvidia[/,] ?%s, %s, x86_64: installed" % (re.escape(installed_driver), re.escape(kernel)),
+                     status, re.M), status
+
+
+# --- the driver in use ----------------------------------------------------
+
+def test_loaded_driver_is_the_installed_one(host, installed_driver):
+    assert host.file("/run/nvidia-sim/loaded-driver").content_string.strip() == installed_driver
+    assert not host.file("/run/reboot-required").exists
+
+
+def test_nvidia_smi_reports_the_branch_on_every_gpu(host, expected):
+    out = host.check_output("nvidia-smi --query-gpu=index,driver_version --format=csv,noheader")
+    rows = list(csv.reader(io.StringIO(out), skipinitialspace=True))
+    assert len(rows) == expected["gpus"]
+    assert {row[1].split(".")[0] for row in rows} == {expected["branch"]}
