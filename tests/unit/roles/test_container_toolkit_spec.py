@@ -3,66 +3,29 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The container_toolkit role: argument specs against defaults, and the
-expressions of vars/main.yml that decide the packages, the CVE gate and the
-CDI mechanism, rendered with Ansible's own templar."""
+"""The container_toolkit role: the expressions of vars/main.yml that decide
+the packages, the CVE gate and the CDI mechanism, rendered with Ansible's own
+templar. The checks of the argument spec against the defaults, common to all
+roles, are in test_role_argument_specs.py."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 import sys
 
 import pytest
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-
 from ansible_collections.gpufleet.nvidia.plugins.filter.container_toolkit_cves import FilterModule
+from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import REPO_ROOT, load, plain, render, role_variables, trust
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = 'container_toolkit'
-ROLE_DIR = os.path.join(REPO_ROOT, 'roles', ROLE)
-PYTHON_TYPES = {'str': str, 'int': int, 'bool': bool, 'list': list, 'dict': dict, 'path': str}
-# Results the role sets for later roles and plays (not inputs).
-FACTS = {'container_toolkit_installed_version', 'container_toolkit_configured_runtimes', 'container_toolkit_cdi_spec'}
 # NVIDIA's "NVIDIA CORPORATION (Open Source Projects)" key (RELIABILITY-SECURITY-FACTS C.1).
 NVIDIA_CTK_KEY = 'C95B321B61E88C1809C4F759DDCAE044F796ECB0'
 
-_LOADER = DataLoader()
-
-
-def _trust(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trust(v) for v in value]
-    if isinstance(value, dict):
-        return dict((k, _trust(v)) for k, v in value.items())
-    return value
-
-
-def _plain(value):
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    return value
-
 
 def _load(*parts):
-    return _LOADER.load_from_file(os.path.join(ROLE_DIR, *parts))
-
-
-def _options():
-    return _load('meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    return load(ROLE, *parts)
 
 
 container_toolkit_cves = FilterModule().filters()['container_toolkit_cves']
@@ -75,52 +38,11 @@ def _render(name, **inputs):
     tests/unit/plugins/filter), called here directly: the templar of a unit
     test does not load collection plugins.
     """
-    variables = dict(_trust(_load('defaults', 'main.yml')))
-    variables.update(_trust(_load('vars', 'main.yml')))
-    variables.update(_trust(_load('vars', 'Debian.yml')))
-    variables.update(_trust(inputs))
+    variables = role_variables(ROLE, 'main.yml', 'Debian.yml')
+    variables.update(trust(inputs))
     version = str(inputs.get('container_toolkit_version', variables['container_toolkit_version'])).split('-', maxsplit=1)[0]
     variables['__container_toolkit_open_cves'] = container_toolkit_cves(version)
-    return _plain(Templar(loader=_LOADER, variables=variables).template(variables[name]))
-
-
-def test_every_default_is_declared_and_every_option_has_a_default():
-    defaults = _load('defaults', 'main.yml')
-    options = _options()
-    assert sorted(set(defaults) - set(options)) == []
-    assert sorted(set(options) - set(defaults)) == []
-    assert [n for n, spec in options.items() if spec.get('required')] == []
-
-
-def test_every_option_is_typed_described_and_defaults_match():
-    defaults = _load('defaults', 'main.yml')
-    for name, spec in _options().items():
-        assert name.startswith(ROLE + '_'), name
-        assert spec.get('description'), name
-        value = _plain(defaults[name])
-        if value is None:
-            # Only "detect on the host" inputs may be null, and then not be required.
-            assert name == 'container_toolkit_runtimes' and 'default' not in spec, name
-            continue
-        expected = PYTHON_TYPES[spec['type']]
-        assert isinstance(value, expected) and not (expected is int and isinstance(value, bool)), (name, value)
-        if spec['type'] == 'list':
-            assert all(isinstance(v, PYTHON_TYPES[spec['elements']]) for v in value), name
-        if 'choices' in spec:
-            assert value in spec['choices'], name
-        assert value == _plain(spec['default']), name
-
-
-def test_tasks_only_read_declared_inputs():
-    declared = set(_load('defaults', 'main.yml')) | FACTS
-    used = set()
-    for sub in ('tasks', 'handlers', 'vars'):
-        for name in os.listdir(os.path.join(ROLE_DIR, sub)):
-            with open(os.path.join(ROLE_DIR, sub, name)) as handle:
-                text = re.sub(r'(?m)^\s*tags:.*$', '', handle.read())
-            # gpufleet.nvidia.container_toolkit_cves is a filter, not a variable.
-            used |= set(re.findall(r'(?<![_\w.])(%s_[a-z0-9_]*[a-z0-9])' % ROLE, text))
-    assert sorted(used - declared) == []
+    return plain(render(variables[name], variables))
 
 
 def test_the_default_version_is_free_of_published_cves_and_in_the_simulated_repository():
@@ -207,5 +129,4 @@ def test_handlers_restart_only_runtimes_with_a_service(changed, services, restar
 @pytest.mark.parametrize('os_file', ['Debian.yml', 'RedHat.yml'])
 def test_platform_data_covers_both_architectures(os_file):
     data = _load('vars', os_file)
-    assert all(k.startswith('__container_toolkit_') for k in data)
     assert set(data['__container_toolkit_repo_archs']) == {'x86_64', 'aarch64'}

@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The dcgm and dcgm_exporter roles: argument specs against defaults, the
-expressions of vars/ that build package names and command lines, the
-templates they render, and the Grafana dashboard and Prometheus snippet the
-exporter role ships.
+"""The dcgm and dcgm_exporter roles: the expressions of vars/ that build
+package names and command lines, the templates they render, and the Grafana
+dashboard and Prometheus snippet the exporter role ships.
 
 Expressions and templates are rendered with Ansible's own templar, from the
-role's defaults plus the inputs of each case.
+role's defaults plus the inputs of each case. The checks of the argument spec
+against the defaults, common to all roles, are in test_role_argument_specs.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,65 +24,22 @@ import re
 import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import (
+    load as _load, plain as _plain, render, role_path as _path, role_variables, trust as _trust)
+
 ROLES = ('dcgm', 'dcgm_exporter')
 OS_FILES = ('Debian.yml', 'RedHat.yml')
-# Facts the roles set for later roles and plays (not inputs).
-FACTS = {'dcgm': {'dcgm_diag_result'}, 'dcgm_exporter': set()}
-PYTHON_TYPES = {'str': str, 'int': int, 'bool': bool, 'list': list, 'dict': dict}
 DEBIAN_12 = {'distribution': 'Debian', 'distribution_major_version': '12', 'os_family': 'Debian'}
-
-_LOADER = DataLoader()
-
-
-def _trust(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trust(v) for v in value]
-    if isinstance(value, dict):
-        return dict((k, _trust(v)) for k, v in value.items())
-    return value
-
-
-def _plain(value):
-    """Tagged Ansible values as plain Python ones, for comparisons and type checks."""
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return dict((_plain(k), _plain(v)) for k, v in value.items())
-    return value
-
-
-def _path(role, *parts):
-    return os.path.join(REPO_ROOT, 'roles', role, *parts)
-
-
-def _load(role, *parts):
-    return _LOADER.load_from_file(_path(role, *parts))
 
 
 def _defaults(role):
     return _trust(_load(role, 'defaults', 'main.yml'))
 
 
-def _options(role):
-    return _load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
-
-
 def _variables(role, os_file='Debian.yml', **inputs):
-    variables = dict(_defaults(role))
-    variables.update(_trust(_load(role, 'vars', 'main.yml')))
-    variables.update(_trust(_load(role, 'vars', os_file)))
+    variables = role_variables(role, 'main.yml', os_file)
     variables['ansible_facts'] = dict(DEBIAN_12)
     variables['ansible_managed'] = 'Ansible managed'
     variables.update(_trust(inputs))
@@ -90,7 +47,7 @@ def _variables(role, os_file='Debian.yml', **inputs):
 
 
 def _render(value, variables):
-    return _plain(Templar(loader=_LOADER, variables=variables).template(value))
+    return _plain(render(value, variables))
 
 
 def _expr(role, name, os_file='Debian.yml', **inputs):
@@ -104,84 +61,13 @@ def _template(role, name, **inputs):
     return _render(source, _variables(role, **inputs))
 
 
-# --- argument specs against defaults ---------------------------------------------------
+# --- platforms ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize('role', ROLES)
-def test_every_default_is_declared_and_every_option_has_a_default(role):
-    defaults = set(_defaults(role))
-    options = _options(role)
-    assert sorted(defaults - set(options)) == [], 'defaults/main.yml variables missing from meta/argument_specs.yml'
-    assert sorted(set(options) - defaults) == [], 'options without a default in defaults/main.yml'
-    assert [name for name, spec in options.items() if spec.get('required')] == []
-
-
-@pytest.mark.parametrize('role', ROLES)
-def test_every_option_is_prefixed_typed_and_described(role):
-    for name, spec in _options(role).items():
-        assert name.startswith(role + '_'), name
-        assert spec.get('type') in PYTHON_TYPES, (name, spec.get('type'))
-        assert spec.get('description'), name
-        if spec['type'] == 'list':
-            assert spec.get('elements') in PYTHON_TYPES, name
-
-
-@pytest.mark.parametrize('role', ROLES)
-def test_defaults_have_the_declared_type_and_the_spec_default(role):
-    defaults = _defaults(role)
-    for name, spec in _options(role).items():
-        value = _plain(defaults[name])
-        assert value == _plain(spec.get('default')), (name, value, spec.get('default'))
-        if value is None:
-            # Ansible's argument validation checks choices against null too,
-            # so a null default must come without choices (preflight checks it).
-            assert 'choices' not in spec, name
-            continue
-        expected_type = PYTHON_TYPES[spec['type']]
-        assert isinstance(value, expected_type), (name, value, spec['type'])
-        if expected_type is int:
-            assert not isinstance(value, bool), name
-        if spec['type'] == 'list':
-            assert all(isinstance(v, PYTHON_TYPES[spec['elements']]) for v in value), name
-        if 'choices' in spec:
-            assert value in spec['choices'], (name, value, spec['choices'])
-
-
-@pytest.mark.parametrize('role', ROLES)
-def test_list_of_dict_defaults_fit_their_suboptions(role):
-    for name, spec in _options(role).items():
-        if spec['type'] != 'list' or spec.get('elements') != 'dict':
-            continue
-        suboptions = spec['options']
-        for entry in _plain(_defaults(role)[name]):
-            assert set(entry) == set(suboptions), (name, entry)
-            for key, sub in suboptions.items():
-                assert isinstance(entry[key], PYTHON_TYPES[sub['type']]), (name, key)
-                if 'choices' in sub:
-                    assert entry[key] in sub['choices'], (name, entry)
-
-
-@pytest.mark.parametrize('role', ROLES)
-def test_tasks_and_templates_only_read_declared_inputs(role):
-    # A misspelt input would silently be undefined (or the fact of the same name).
-    declared = set(_defaults(role)) | FACTS[role]
-    used = set()
-    for sub in ('tasks', 'templates', 'handlers', 'vars'):
-        folder = _path(role, sub)
-        for name in os.listdir(folder):
-            with open(os.path.join(folder, name)) as handle:
-                text = re.sub(r'(?m)^\s*tags:.*$', '', handle.read())
-                used |= set(re.findall(r'(?<![_\w])(%s_[a-z0-9_]*[a-z0-9])' % role, text))
-    if role == 'dcgm':
-        # The exporter role's variables share the prefix.
-        used = set(name for name in used if not name.startswith('dcgm_exporter_'))
-    assert sorted(used - declared) == []
-
-
-@pytest.mark.parametrize('role', ROLES)
-def test_each_package_manager_has_the_same_data(role):
-    keys = [set(_load(role, 'vars', name)) for name in OS_FILES]
-    assert all(k == keys[0] for k in keys)
-    assert all(name.startswith('__%s_' % role) for name in keys[0])
+def test_each_package_manager_has_a_vars_file(role):
+    # What the files hold is checked for every role in test_role_argument_specs.py.
+    for name in OS_FILES:
+        assert os.path.isfile(_path(role, 'vars', name)), name
 
 
 @pytest.mark.parametrize('role', ROLES)
@@ -431,3 +317,141 @@ def test_prometheus_snippet_is_a_scrape_config():
     assert job['file_sd_configs'][0]['files']
     # No faster than the exporter samples by default (30000 ms).
     assert int(job['scrape_interval'].rstrip('s')) * 1000 >= _defaults('dcgm_exporter')['dcgm_exporter_collect_interval']
+
+
+def _verify_task_vars(name):
+    tasks = _load('dcgm_exporter', 'tasks', 'verify.yml')
+    return [task for task in tasks if task['name'] == name][0]['vars']
+
+
+METRICS = '''# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
+# TYPE DCGM_FI_DEV_GPU_UTIL gauge
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",Hostname="n1",DCGM_FI_DRIVER_VERSION="580.95.05"} 3
+DCGM_FI_DEV_GPU_UTIL{UUID="GPU-b",gpu="1",Hostname="n1"} 0
+DCGM_FI_DEV_GPU_UTIL_EXTRA{gpu="2",UUID="GPU-c"} 0
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-a",GPU_I_PROFILE="1g.10gb",GPU_I_ID="7"} 10
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-a",GPU_I_PROFILE="1g.10gb",GPU_I_ID="8"} 12
+'''
+
+
+@pytest.mark.parametrize('counter, gpus, missing', [
+    # gpu as the first label or a later one; another metric sharing the prefix does not count.
+    ('DCGM_FI_DEV_GPU_UTIL', ['0', '1', '2'], ['2']),
+    # MIG: one sample per GPU instance, still one GPU.
+    ('DCGM_FI_DEV_FB_USED', ['0', '1'], ['1']),
+    ('DCGM_FI_DEV_GPU_TEMP', ['0'], ['0']),
+])
+def test_exporter_check_finds_the_samples_of_each_gpu(counter, gpus, missing):
+    task_vars = _trust(_verify_task_vars('Check every counter is exported for every GPU'))
+    variables = _variables('dcgm_exporter', item={'name': counter, 'type': 'gauge', 'help': 'x'},
+                           __dcgm_exporter_metrics={'content': METRICS},
+                           __dcgm_exporter_smi={'gpus': [{'index': int(g)} for g in gpus]})
+    variables.update(task_vars)
+    assert _render(task_vars['__dcgm_exporter_missing'], variables) == missing
+
+
+def test_exporter_check_finds_label_counters():
+    task = [t for t in _load('dcgm_exporter', 'tasks', 'verify.yml')
+            if t['name'] == 'Check every label counter labels the samples'][0]
+    that = trust_as_template('{{ %s }}' % task['ansible.builtin.assert']['that'])
+    for name, present in [('DCGM_FI_DRIVER_VERSION', True), ('DCGM_FI_DEV_SERIAL', False)]:
+        variables = _variables('dcgm_exporter', item={'name': name}, __dcgm_exporter_metrics={'content': METRICS})
+        assert _render(that, variables) is present
+
+
+# dcgmi discovery --list as DCGM 4 prints it (two GPUs shown of an HGX board).
+DISCOVERY = '''2 GPUs found.
++--------+----------------------------------------------------------------------+
+| GPU ID | Device Information                                                   |
++--------+----------------------------------------------------------------------+
+| 0      | Name: NVIDIA H100 80GB HBM3                                          |
+|        | PCI Bus ID: 00000000:18:00.0                                         |
+|        | Device UUID: GPU-2e82308d-2e7d-5512-80ac-7f0cca15fd1f                |
++--------+----------------------------------------------------------------------+
+| 1      | Name: NVIDIA H100 80GB HBM3                                          |
+|        | PCI Bus ID: 00000000:2A:00.0                                         |
+|        | Device UUID: GPU-a112006b-f951-e077-a08d-19c1f74db127                |
++--------+----------------------------------------------------------------------+
+4 NvSwitches found.
++-----------+
+| Switch ID |
++-----------+
+| 0         |
+| 1         |
+| 2         |
+| 3         |
++-----------+
+0 ConnectX found.
+'''
+
+
+def _dcgm_verify_vars(name):
+    return _trust([task for task in _load('dcgm', 'tasks', 'verify.yml') if task['name'] == name][0]['vars'])
+
+
+@pytest.mark.parametrize('stdout, gpus, switches', [
+    (DISCOVERY, ['GPU-2e82308d-2e7d-5512-80ac-7f0cca15fd1f', 'GPU-a112006b-f951-e077-a08d-19c1f74db127'], 4),
+    ('1 GPU found.\n| 0 | Device UUID: GPU-0c1c896a-d01d-e13f-8df8-558d6bb76cd0 |\n0 NvSwitches found.\n',
+     ['GPU-0c1c896a-d01d-e13f-8df8-558d6bb76cd0'], 0),
+    ('Error: unable to establish a connection to the specified host: 127.0.0.1:5555\n', [], 0),
+])
+def test_dcgm_discovery_parsing(stdout, gpus, switches):
+    gpu_vars = _dcgm_verify_vars('Check that DCGM discovers every GPU')
+    switch_vars = _dcgm_verify_vars('Check that DCGM discovers every NVSwitch')
+    variables = _variables('dcgm', __dcgm_discovery={'stdout': stdout})
+    variables.update(gpu_vars)
+    variables.update(switch_vars)
+    assert _render(gpu_vars['__dcgm_found_gpus'], variables) == len(gpus)
+    assert _render(gpu_vars['__dcgm_found_uuids'], variables) == gpus
+    assert int(_render(switch_vars['__dcgm_found_switches'], variables)) == switches
+
+
+# dcgmi diag -r 1 --json as DCGM 4 writes it: GPU 0 without persistence mode.
+DIAG = {
+    'DCGM Diagnostic': {'test_categories': [{'category': 'Deployment', 'tests': [{
+        'name': 'software',
+        'results': [
+            {'entity_group': 'GPU', 'entity_group_id': 1, 'entity_id': 0, 'status': 'Fail',
+             'warnings': [{'error_category': 8, 'error_id': 29, 'error_severity': 5,
+                           'warning': 'Persistence Mode: Persistence mode for GPU 0 is disabled.'}]},
+            {'entity_group': 'GPU', 'entity_group_id': 1, 'entity_id': 1, 'status': 'Pass'}],
+        'test_summary': {'status': 'Fail'}}]}]},
+    'entity_groups': [{'entities': [{'device_id': '2330', 'entity_id': 0, 'serial_num': '1'}],
+                       'entity_group': 'GPU', 'entity_group_id': 1}],
+    'metadata': {'Driver Version Detected': '570.195.03', 'version': '4.4.1'},
+}
+
+
+def _run_diag_summary(document, level=1):
+    """The set_fact steps of tasks/diag.yml, in order, as Ansible runs them."""
+    tasks = dict((task['name'], task) for task in _load('dcgm', 'tasks', 'diag.yml'))
+    variables = _variables('dcgm', dcgm_diag_level=level, __dcgm_diag_document=document, __dcgm_diag_tests=[])
+    summarise = tasks['Summarise each test']
+    for item in _render(_trust(summarise['loop']), variables):
+        variables['item'] = item
+        variables['__dcgm_diag_tests'] = _render(
+            _trust(summarise['ansible.builtin.set_fact']['__dcgm_diag_tests']), variables)
+    result = tasks['Return the diagnostic result']['ansible.builtin.set_fact']['dcgm_diag_result']
+    return dict((key, _render(_trust(value), variables)) for key, value in result.items())
+
+
+def test_dcgm_diag_result_is_parsed():
+    result = _run_diag_summary(DIAG)
+    assert result == {
+        'level': 1, 'passed': False, 'failed_tests': ['software'], 'dcgm_version': '4.4.1',
+        'driver_version': '570.195.03',
+        'tests': [{'name': 'software', 'category': 'Deployment', 'status': 'Fail', 'gpus': {0: 'Fail', 1: 'Pass'},
+                   'messages': ['Persistence Mode: Persistence mode for GPU 0 is disabled.']}]}
+
+
+def test_dcgm_diag_result_passes_when_no_test_fails():
+    document = json.loads(json.dumps(DIAG))
+    software = document['DCGM Diagnostic']['test_categories'][0]['tests'][0]
+    software['results'][0] = {'entity_id': 0, 'status': 'Pass'}
+    software['test_summary']['status'] = 'Pass'
+    document['DCGM Diagnostic']['test_categories'].append({'category': 'Integration', 'tests': [
+        {'name': 'pcie', 'results': [{'entity_id': 0, 'status': 'Skip'}], 'test_summary': {'status': 'Skip'}}]})
+    result = _run_diag_summary(document, level=2)
+    assert result['passed'] is True and result['failed_tests'] == [] and result['level'] == 2
+    assert [(t['name'], t['category'], t['status']) for t in result['tests']] == [
+        ('software', 'Deployment', 'Pass'), ('pcie', 'Integration', 'Skip')]

@@ -3,123 +3,45 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The mig role: argument spec against defaults, platform data, and the
-templates that turn mig_layouts into the boot file and the boot unit, rendered
-with Ansible's own templar."""
+"""The mig role: the layout options, platform data, and the templates that
+turn mig_layouts into the boot file and the boot unit, rendered with Ansible's
+own templar. The checks of the argument spec against the defaults, common to
+all roles, are in test_role_argument_specs.py."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
 import os
-import re
 
 import pytest
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import (
+    REPO_ROOT, load, options, plain, render, role_path, role_variables, trust)
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ROLE_DIR = os.path.join(REPO_ROOT, 'roles', 'mig')
+ROLE_DIR = role_path('mig')
 PLATFORM_FILES = ('Debian.yml', 'Ubuntu.yml', 'RedHat.yml', 'RedHat_8.yml')
-# Words of the nvidia_smi, nvidia_mig and nvidia_smi_info modules (parameters,
-# return keys, failure reasons) that share the role's prefix.
-MODULE_VOCABULARY = {'mig_mode', 'mig_devices', 'mig_uuids', 'mig_disabled'}
-PYTHON_TYPES = {'str': str, 'int': int, 'bool': bool, 'list': list, 'dict': dict, 'path': str}
-
-_LOADER = DataLoader()
 
 
 def _load(*parts):
-    return _LOADER.load_from_file(os.path.join(ROLE_DIR, *parts))
-
-
-def _trust(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trust(v) for v in value]
-    if isinstance(value, dict):
-        return dict((k, _trust(v)) for k, v in value.items())
-    return value
-
-
-def _plain(value):
-    """Tagged Ansible values as plain Python ones, for comparisons and type checks."""
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    return value
-
-
-def _defaults():
-    return _load('defaults', 'main.yml')
-
-
-def _options():
-    return _load('meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    return load('mig', *parts)
 
 
 def _role_vars(**overrides):
-    variables = dict(_trust(_defaults()))
-    variables.update(_trust(_load('vars', 'main.yml')))
-    variables.update(_trust(_load('vars', 'Debian.yml')))
+    variables = role_variables('mig', 'main.yml', 'Debian.yml')
     variables['role_path'] = ROLE_DIR
-    variables.update(_trust(overrides))
+    variables.update(trust(overrides))
     return variables
 
 
 def _render(value, variables):
-    return _plain(Templar(loader=_LOADER, variables=variables).template(_trust(value)))
-
-
-def test_every_default_is_declared_and_every_option_has_a_default():
-    defaults, options = set(_defaults()), _options()
-    assert sorted(defaults - set(options)) == [], 'defaults/main.yml variables missing from meta/argument_specs.yml'
-    assert sorted(set(options) - defaults) == [], 'options without a default in defaults/main.yml'
-    assert [n for n, spec in options.items() if spec.get('required')] == []
-
-
-def test_every_option_is_prefixed_typed_described_and_defaulted_as_in_defaults():
-    defaults = _defaults()
-    for name, spec in _options().items():
-        assert name.startswith('mig_'), name
-        assert spec.get('description'), name
-        expected_type = PYTHON_TYPES[spec['type']]
-        value = _plain(defaults[name])
-        assert isinstance(value, expected_type), (name, value, spec['type'])
-        if expected_type is int:
-            assert not isinstance(value, bool), name
-        if spec['type'] == 'list':
-            assert all(isinstance(v, PYTHON_TYPES[spec['elements']]) for v in value), name
-        if 'choices' in spec:
-            assert value in spec['choices'], (name, value)
-        assert value == _plain(spec['default']), (name, value, spec['default'])
+    return plain(render(trust(value), variables))
 
 
 def test_layout_entries_are_specified_like_the_nvidia_mig_module():
-    sub = _options()['mig_layouts']['options']
+    sub = options('mig')['mig_layouts']['options']
     assert sub['gpus'] == dict(sub['gpus'], type='list', elements='str')
     assert sub['profiles']['type'] == 'dict' and sub['profiles']['required'] is True
-
-
-def test_tasks_templates_and_handlers_only_read_declared_inputs():
-    declared = set(_defaults()) | MODULE_VOCABULARY
-    used = set()
-    for sub in ('tasks', 'templates', 'handlers', 'vars'):
-        folder = os.path.join(ROLE_DIR, sub)
-        for name in os.listdir(folder):
-            with open(os.path.join(folder, name)) as handle:
-                text = re.sub(r'(?m)^\s*tags:.*$', '', handle.read())
-            used |= set(re.findall(r'(?<![_\w])(mig_[a-z0-9_]*[a-z0-9])', text))
-    assert sorted(used - declared) == []
 
 
 def test_every_platform_file_names_a_python():

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The nvidia_driver role on every platform it supports, and both driver roles'
-argument specs against their defaults.
+"""The nvidia_driver role on every platform it supports (the checks of the
+argument spec against the defaults, common to all roles, are in
+test_role_argument_specs.py).
 
 Ubuntu and RHEL cannot be converged here (their archives are unreachable), so
 the role's own data is resolved the way the role resolves it: the vars file
@@ -22,33 +23,16 @@ import os
 
 import pytest
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ROLE = os.path.join(REPO_ROOT, 'roles', 'nvidia_driver')
+from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import load, render, role_path, role_variables, trust
+
 NVIDIA = 'https://developer.download.nvidia.com/compute/cuda/repos'
 # Full fingerprints: NVIDIA's cuda-repo-management SIGNATURES.md transcripts
 # (3bf863cc, d42d0685) and the key file of the debian13 repository (8793f200).
 DEB_KEY = 'EB693B3035CD5710E231E123A4B469963BF863CC'
 DEBIAN13_KEY = '02182E60104FCDC26EAE1B8597A5D4CB8793F200'
 RPM_KEY = '610C7B14E068A878070DA4E99CD0A493D42D0685'
-
-_LOADER = DataLoader()
-
-
-def _trust(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trust(v) for v in value]
-    if isinstance(value, dict):
-        return dict((k, _trust(v)) for k, v in value.items())
-    return value
-
-
-def _load(*parts):
-    return _trust(_LOADER.load_from_file(os.path.join(*parts)))
 
 
 def _facts(distribution, version, os_family, architecture='x86_64'):
@@ -66,21 +50,19 @@ class Role(object):
     """The role's variables on one platform, as the role would see them."""
 
     def __init__(self, facts, **inputs):
-        self.variables = dict(_load(ROLE, 'defaults', 'main.yml'))
-        self.variables.update(_load(ROLE, 'vars', 'main.yml'))
+        self.variables = role_variables('nvidia_driver', 'main.yml')
         self.variables['ansible_facts'] = facts
-        self.variables.update(_trust(inputs))
+        self.variables.update(trust(inputs))
         self.vars_file = None
         for candidate in self.render('__nvidia_driver_os_vars_files'):
-            if os.path.isfile(os.path.join(ROLE, 'vars', candidate)):
+            if os.path.isfile(role_path('nvidia_driver', 'vars', candidate)):
                 self.vars_file = candidate
                 # include_vars outranks role vars and defaults.
-                self.variables.update(_load(ROLE, 'vars', candidate))
+                self.variables.update(trust(load('nvidia_driver', 'vars', candidate)))
                 break
 
     def render(self, name):
-        templar = Templar(loader=_LOADER, variables=self.variables)
-        return templar.template(trust_as_template('{{ %s }}' % name))
+        return render(trust_as_template('{{ %s }}' % name), self.variables)
 
     @property
     def supported(self):
@@ -216,51 +198,3 @@ def test_module_options_merge_hardening_under_the_users_options():
     assert options['nvidia_uvm'] == {'uvm_perf_prefetch_enable': 0}
     plain = Role(PLATFORMS['debian12-x86_64'][0])
     assert plain.render('__nvidia_driver_module_options_effective') == {}
-
-
-# --- argument specs against defaults -----------------------------------------
-
-SPEC_TYPES = {'str': str, 'path': str, 'int': int, 'bool': bool, 'list': list, 'dict': dict}
-DRIVER_ROLES = ('nvidia_driver', 'persistence_mode')
-
-
-def _spec(role):
-    raw = _LOADER.load_from_file(os.path.join(REPO_ROOT, 'roles', role, 'meta', 'argument_specs.yml'))
-    return raw['argument_specs']['main']['options']
-
-
-def _plain_defaults(role):
-    return _LOADER.load_from_file(os.path.join(REPO_ROOT, 'roles', role, 'defaults', 'main.yml'))
-
-
-@pytest.mark.parametrize('role', DRIVER_ROLES)
-def test_every_default_is_declared_and_every_option_has_a_default(role):
-    spec, defaults = _spec(role), _plain_defaults(role)
-    assert sorted(set(defaults) - set(spec)) == [], 'defaults missing from meta/argument_specs.yml'
-    for name, option in spec.items():
-        assert name.startswith(role + '_'), name
-        assert option.get('description'), '%s has no description' % name
-        assert name in defaults or not option.get('required', False), '%s has neither default nor is optional' % name
-        if name not in defaults:
-            assert 'default' not in option, '%s documents a default that defaults/main.yml lacks' % name
-
-
-@pytest.mark.parametrize('role', DRIVER_ROLES)
-def test_defaults_match_the_declared_types_choices_and_values(role):
-    spec, defaults = _spec(role), _plain_defaults(role)
-    for name, value in defaults.items():
-        option = spec[name]
-        if value is None:
-            # Unset means "no expectation": only optional options may default to it.
-            assert not option.get('required', False) and 'default' not in option, name
-            continue
-        expected_type = SPEC_TYPES[option['type']]
-        assert isinstance(value, expected_type) and not (expected_type is int and isinstance(value, bool)), \
-            '%s: %r is not of type %s' % (name, value, option['type'])
-        if option['type'] == 'list':
-            element_type = SPEC_TYPES[option['elements']]
-            assert all(isinstance(item, element_type) for item in value), name
-        if 'choices' in option:
-            assert value in option['choices'], name
-        assert option.get('default') == value, '%s: argument spec default %r, defaults/main.yml %r' % (
-            name, option.get('default'), value)

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Loading and rendering a role's files the way Ansible does, shared by the
+role tests: files are read with Ansible's DataLoader, and values rendered with
+Ansible's own templar once marked as trusted templates."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import glob
+import os
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLES_DIR = os.path.join(REPO_ROOT, 'roles')
+# Every role of the collection, so that a new role is covered by the generic checks.
+ROLE_NAMES = tuple(sorted(os.path.basename(os.path.dirname(path)) for path in glob.glob(os.path.join(ROLES_DIR, '*', ''))))
+
+LOADER = DataLoader()
+
+
+def role_path(role, *parts):
+    return os.path.join(ROLES_DIR, role, *parts)
+
+
+def load(role, *parts):
+    """A YAML file of the role, as Ansible loads it (values not yet trusted as templates)."""
+    return LOADER.load_from_file(role_path(role, *parts))
+
+
+def defaults(role):
+    return load(role, 'defaults', 'main.yml')
+
+
+def options(role):
+    return load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
+
+
+def trust(value):
+    """Strings (also inside lists and dicts) marked as templates, as Ansible treats role files."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [trust(v) for v in value]
+    if isinstance(value, dict):
+        return dict((k, trust(v)) for k, v in value.items())
+    return value
+
+
+def plain(value):
+    """Tagged Ansible values as plain Python ones, for comparisons and type checks."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return dict((plain(k), plain(v)) for k, v in value.items())
+    return value
+
+
+def render(value, variables):
+    """value rendered by Ansible's templar with variables (not converted to plain values)."""
+    return Templar(loader=LOADER, variables=variables).template(value)
+
+
+def role_variables(role, *vars_files):
+    """The role's defaults overlaid with the named files of its vars/, all trusted as templates."""
+    variables = dict(trust(defaults(role)))
+    for name in vars_files:
+        variables.update(trust(load(role, 'vars', name)))
+    return variables
+
+
+def rendered_defaults(role, **extra):
+    """The role's defaults as plain values, templates rendered from the defaults and the extra variables."""
+    role_defaults = trust(defaults(role))
+    variables = dict(role_defaults, **trust(extra))
+    return dict((name, plain(render(value, variables))) for name, value in role_defaults.items())
