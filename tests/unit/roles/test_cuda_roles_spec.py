@@ -22,7 +22,7 @@ import re
 import pytest
 
 from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import (
-    plain, render, rendered_defaults, role_path, role_variables, trust)
+    load, plain, render, rendered_defaults, role_path, role_variables, trust)
 
 ROLES = ('cuda_toolkit', 'cudnn')
 SUPPORTED_OS_FILES = ('Debian_12.yml', 'Debian_13.yml', 'Ubuntu_22.yml', 'Ubuntu_24.yml', 'RedHat_8.yml', 'RedHat_9.yml')
@@ -141,3 +141,19 @@ def test_cudnn_holds_only_its_cuda_major(name, ours):
                                                        ({'cuda_toolkit_default': '13.0'}, '13')])
 def test_cudnn_cuda_major_follows_the_default_toolkit(toolkit_default, expected):
     assert rendered_defaults('cudnn', **toolkit_default)['cudnn_cuda_major'] == expected
+
+
+def test_cuda_toolkit_removal_takes_every_package_of_the_unlisted_toolkit():
+    # cuda-toolkit-X-Y-config-common owns /usr/local/cuda-X.Y/version.json:
+    # left installed, the toolkit's directory (and its alternatives) would stay.
+    tasks = load('cuda_toolkit', 'tasks', 'remove.yml')
+    expression = [t for t in tasks if t['name'] == 'Work out their packages'][0]['ansible.builtin.set_fact']
+    installed = ['cuda-toolkit-12-8', 'cuda-toolkit-13-0', 'cuda-nvcc-13-0', 'cuda-cudart-13-0', 'libcublas-13-0',
+                 'cuda-compat-13-0', 'cuda-toolkit-13-0-config-common', 'cuda-toolkit-13-config-common',
+                 'cuda-toolkit-config-common', 'cuda-nvcc-12-8', 'cuda-toolkit-12-8-config-common',
+                 'nvidia-driver', 'libcudnn9-cuda-13']
+    variables = trust({'ansible_facts': {'packages': {name: [{'version': '1'}] for name in installed}},
+                       '__cuda_toolkit_unlisted': ['13.0']})
+    assert plain(render(trust(expression['__cuda_toolkit_remove_packages']), variables)) == [
+        'cuda-compat-13-0', 'cuda-cudart-13-0', 'cuda-nvcc-13-0', 'cuda-toolkit-13-0',
+        'cuda-toolkit-13-0-config-common', 'libcublas-13-0']
