@@ -100,7 +100,7 @@ def containerd_documents(host):
 
 
 def test_containerd_kept_its_settings(host):
-    main, _ = containerd_documents(host)
+    main = containerd_documents(host)[0]
     assert main["version"] == 2
     assert main["root"] == "/var/lib/containerd"
     assert main["oom_score"] == -999
@@ -114,7 +114,7 @@ def test_containerd_kept_its_settings(host):
 
 
 def test_containerd_names_the_nvidia_runtime_with_runc_options(host):
-    _, docs = containerd_documents(host)
+    docs = containerd_documents(host)[1]
     runtimes = [d["plugins"][CRI]["containerd"]["runtimes"]["nvidia"] for d in docs
                 if "nvidia" in d.get("plugins", {}).get(CRI, {}).get("containerd", {}).get("runtimes", {})]
     assert len(runtimes) == 1
@@ -147,7 +147,7 @@ def test_cdi_spec_describes_every_gpu(host):
         for name in (str(index), uuid):
             assert names[name]["containerEdits"]["deviceNodes"] == [{"path": "/dev/nvidia%d" % index}]
     assert {n["path"] for n in names["all"]["containerEdits"]["deviceNodes"]} >= {
-        "/dev/nvidia%d" % i for i, _ in gpus(host)}
+        "/dev/nvidia%d" % gpu[0] for gpu in gpus(host)}
 
 
 def test_only_one_cdi_spec_for_the_gpus(host):
@@ -176,7 +176,7 @@ def test_state_file_records_what_the_spec_was_made_for(host):
     driver = host.check_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader").splitlines()[0].strip()
     assert state["driver_version"] == driver
     assert state["spec"] == cdi_spec_path(host)
-    assert state["gpu_uuids"] == [uuid for _, uuid in gpus(host)]
+    assert state["gpu_uuids"] == [gpu[1] for gpu in gpus(host)]
     assert state["toolkit_version"] == version(host) + "-1"
 
 

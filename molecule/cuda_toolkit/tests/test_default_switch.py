@@ -28,7 +28,7 @@ def _converge(extra_vars):
     # The JSON document, whatever other callbacks (profile_tasks) print around it.
     start = re.search(r"(?m)^\{$", proc.stdout)
     assert start, proc.stdout[-4000:]
-    result, _ = json.JSONDecoder().raw_decode(proc.stdout[start.start():])
+    result = json.JSONDecoder().raw_decode(proc.stdout[start.start():])[0]
     changed_tasks, facts = {}, {}
     for play in result["plays"]:
         for task in play["tasks"]:

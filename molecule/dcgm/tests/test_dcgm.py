@@ -30,7 +30,6 @@ def dcgmi(host, *args):
     return host.check_output("dcgmi %s --host 127.0.0.1:%d" % (" ".join(args), port(host)))
 
 
-
 def listeners(host, program):
     """Local addresses of the TCP listeners whose process runs ``program``.
 
@@ -47,6 +46,7 @@ def listeners(host, program):
             if any(arg == program or arg.endswith("/" + program) for arg in cmdline):
                 found.add(fields[3])
     return found
+
 
 def test_dcgm4_installed_at_one_version_with_the_drivers_cuda_plugin(host):
     plugin = "datacenter-gpu-manager-4-cuda%s" % driver_cuda_major(host)

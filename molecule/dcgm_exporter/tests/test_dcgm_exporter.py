@@ -62,7 +62,6 @@ def gpus(host):
     return {row[0].strip(): row[1].strip() for row in csv.reader(io.StringIO(out))}
 
 
-
 def listeners(host, program):
     """Local addresses of the TCP listeners whose process runs ``program``.
 
@@ -79,6 +78,7 @@ def listeners(host, program):
             if any(arg == program or arg.endswith("/" + program) for arg in cmdline):
                 found.add(fields[3])
     return found
+
 
 def test_package_installed(host):
     assert host.package("datacenter-gpu-manager-exporter").is_installed
