@@ -1,8 +1,13 @@
 """gpufleet.nvidia.dcgm on the simulated stack: packages, drop-in, service, sockets, discovery, watches."""
 import json
+import os
 import re
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+from host_checks import listeners  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DCGM4 = ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary")
 DROPIN = "/etc/systemd/system/nvidia-dcgm.service.d/10-gpufleet-listener.conf"
@@ -28,24 +33,6 @@ def driver_cuda_major(host):
 
 def dcgmi(host, *args):
     return host.check_output("dcgmi %s --host 127.0.0.1:%d" % (" ".join(args), port(host)))
-
-
-def listeners(host, program):
-    """Local addresses of the TCP listeners whose process runs ``program``.
-
-    Host networking: the other container's listeners show in the table too,
-    but only this container's processes carry a pid (-p). The process is told
-    by its command line, which names the program however it was started.
-    """
-    table = host.check_output("ss -H -ltnp")
-    found = set()
-    for line in table.splitlines():
-        fields = line.split()
-        for pid in re.findall(r"pid=(\d+)", line):
-            cmdline = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
-            if any(arg == program or arg.endswith("/" + program) for arg in cmdline):
-                found.add(fields[3])
-    return found
 
 
 def test_dcgm4_installed_at_one_version_with_the_drivers_cuda_plugin(host):

@@ -2,10 +2,15 @@
 import csv
 import io
 import json
+import os
 import re
+import sys
 
 import pytest
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+from host_checks import listeners  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 DROPIN = "/etc/systemd/system/nvidia-dcgm-exporter.service.d/10-gpufleet.conf"
 COUNTERS = "/etc/dcgm-exporter/gpufleet-counters.csv"
@@ -60,24 +65,6 @@ def scrape(host, with_credentials=True):
 def gpus(host):
     out = host.check_output("nvidia-smi --query-gpu=index,uuid --format=csv,noheader")
     return {row[0].strip(): row[1].strip() for row in csv.reader(io.StringIO(out))}
-
-
-def listeners(host, program):
-    """Local addresses of the TCP listeners whose process runs ``program``.
-
-    Host networking: the other container's listeners show in the table too,
-    but only this container's processes carry a pid (-p). The process is told
-    by its command line, which names the program however it was started.
-    """
-    table = host.check_output("ss -H -ltnp")
-    found = set()
-    for line in table.splitlines():
-        fields = line.split()
-        for pid in re.findall(r"pid=(\d+)", line):
-            cmdline = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
-            if any(arg == program or arg.endswith("/" + program) for arg in cmdline):
-                found.add(fields[3])
-    return found
 
 
 def test_package_installed(host):
