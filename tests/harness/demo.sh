@@ -13,26 +13,39 @@ export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$top/ansible.cfg"
 inventory="$top/inventories/simulated/hosts.yml"
 
-# host<TAB>image for every node of the simulated inventory
+# host<TAB>image<TAB>ports for every node of the simulated inventory. Every
+# node sets its DCGM and exporter ports: the roles' defaults (5555, 9400)
+# belong to the Molecule scenarios.
 nodes() {
   ansible-inventory -i "$inventory" --list | python3 -c '
 import json, sys
 inv = json.load(sys.stdin)
 for host in inv["gpu_nodes"]["hosts"]:
-    print(host, inv["_meta"]["hostvars"][host]["gpufleet_demo_image"], sep="\t")'
+    hv = inv["_meta"]["hostvars"][host]
+    missing = [v for v in ("dcgm_port", "dcgm_exporter_port") if v not in hv]
+    if missing:
+        sys.exit("demo.sh: %s sets no %s in the simulated inventory" % (host, " or ".join(missing)))
+    print(host, hv["gpufleet_demo_image"], "%s %s" % (hv["dcgm_port"], hv["dcgm_exporter_port"]), sep="\t")'
 }
 
 if [ "${1:-}" = "--down" ]; then
-  nodes | while IFS=$'\t' read -r host _; do docker rm -f "$host" >/dev/null 2>&1 || true; done
+  nodes | while IFS=$'\t' read -r host _ _; do docker rm -f "$host" >/dev/null 2>&1 || true; done
   echo "simulated fleet removed"
   exit 0
 fi
+
+# The fleet's own nodes may hold their ports (a second make demo); anything
+# else holding one is refused now rather than found by a failing play.
+fleet=$(nodes)
+read -r -a demo_ports < <(cut -f3 <<<"$fleet" | tr '\n' ' ') || true
+python3 "$here/ports.py" --for "the demo fleet" --own gpufleet-demo- \
+  --own-pidfile "$GPUFLEET_STATE_DIR/repo-http.pid" "${demo_ports[@]}" "$GPUFLEET_TEST_REPO_PORT"
 
 "$here/docker-engine.sh" start
 "$here/base-images.sh"
 PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start
 
-nodes | while IFS=$'\t' read -r host image; do
+while IFS=$'\t' read -r host image _; do
   if [ "$(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null)" = true ]; then
     echo "node $host: running"
     continue
@@ -44,7 +57,7 @@ nodes | while IFS=$'\t' read -r host image; do
     -v /sys/fs/cgroup:/sys/fs/cgroup:ro --network host --restart always \
     "gpufleet/${image}-systemd:latest" /lib/systemd/systemd >/dev/null
   echo "node $host: started ($image)"
-done
+done <<<"$fleet"
 
 cd "$top"
 ansible-playbook -i "$inventory" molecule/_shared/prepare.yml \

@@ -3,8 +3,9 @@
 #   tests/harness/molecule.sh [--keep] [-j N] [scenario ...]   (default: every scenario)
 # Provides what the scenarios need and no registry can: a Docker engine, the
 # locally built systemd base images, and the signed simulated NVIDIA repository.
-# --keep: leave the engine and repository server running afterwards (a daemon
-#         this script started is otherwise stopped).
+# --keep: leave the engine and repository server running afterwards (what this
+#         run started is otherwise stopped; what was already running, such as
+#         the demo fleet's engine, is always left alone).
 # -j N:   run N scenarios at once (default GPUFLEET_MOLECULE_JOBS, else 1).
 #         Scenarios mostly wait on apt, systemd and Ansible's round trips, so
 #         two or three at once finish sooner even on two cores. They can share
@@ -40,6 +41,32 @@ if [ ${#scenarios[@]} -eq 0 ]; then
     done | sort -k1,1rn -k2,2)
 fi
 
+# Every node shares the host's network: a port a scenario listens on (its
+# "# ports:" line) that something else holds would make the scenario talk to
+# the wrong daemon minutes from now. Refuse before anything starts. The
+# scenario's own containers (left by an interrupted run) are destroyed by
+# Molecule first, and the repository server is shared by design.
+ports_free() {
+  local s ports=() status=0
+  for s in "${scenarios[@]}"; do
+    [ -f "$top/molecule/$s/molecule.yml" ] || continue
+    read -r -a ports < <(sed -n 's/^# ports: *\([0-9 ]*\).*/\1/p' "$top/molecule/$s/molecule.yml" | head -n1) || true
+    python3 "$here/ports.py" --for "scenario $s" --own "$s-" \
+      --own-pidfile "$GPUFLEET_STATE_DIR/repo-http.pid" "${ports[@]}" "$GPUFLEET_TEST_REPO_PORT" || status=1
+  done
+  return "$status"
+}
+ports_free || exit 1
+
+# Stop at the end only what this run started: a demo fleet (make demo) keeps
+# its engine and repository server.
+engine_was_up=false
+if timeout 10 docker info >/dev/null 2>&1; then engine_was_up=true; fi
+repo_was_up=false
+if [ -f "$GPUFLEET_STATE_DIR/repo-http.pid" ] && kill -0 "$(cat "$GPUFLEET_STATE_DIR/repo-http.pid")" 2>/dev/null; then
+  repo_was_up=true
+fi
+
 cleanup() {
   # Stop whatever still runs (an interrupted run), then the shared services.
   local pids
@@ -49,8 +76,10 @@ cleanup() {
     kill $pids 2>/dev/null || true
   fi
   if ! $keep; then
-    "$here/simulated-repo.sh" stop || true
-    "$here/docker-engine.sh" stop || true
+    if $repo_was_up; then echo "simulated repository: left running (it was before this run)"
+    else "$here/simulated-repo.sh" stop || true; fi
+    if $engine_was_up; then echo "docker engine: left running (it was before this run)"
+    else "$here/docker-engine.sh" stop || true; fi
   fi
 }
 trap cleanup EXIT
