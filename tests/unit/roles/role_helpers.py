@@ -37,8 +37,24 @@ def defaults(role):
     return load(role, 'defaults', 'main.yml')
 
 
+def entry_points(role):
+    return load(role, 'meta', 'argument_specs.yml')['argument_specs']
+
+
+def is_internal(role):
+    """Internal roles (such as repository) have entry points for other roles, and no main one."""
+    return 'main' not in entry_points(role)
+
+
 def options(role):
-    return load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    """The options of the main entry point; for internal roles, of every entry point."""
+    specs = entry_points(role)
+    if 'main' in specs:
+        return specs['main']['options']
+    merged = {}
+    for spec in specs.values():
+        merged.update(spec.get('options', {}))
+    return merged
 
 
 def trust(value):

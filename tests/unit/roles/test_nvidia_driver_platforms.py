@@ -46,27 +46,60 @@ def _facts(distribution, version, os_family, architecture='x86_64'):
     }
 
 
-class Role(object):
-    """The role's variables on one platform, as the role would see them."""
+def _first_found(role, candidates):
+    for candidate in candidates:
+        if os.path.isfile(role_path(role, 'vars', candidate)):
+            return candidate
+    return None
 
-    def __init__(self, facts, **inputs):
-        self.variables = role_variables('nvidia_driver', 'main.yml')
+
+class CudaRepository(object):
+    """The repository role's cuda_platform entry point on one platform, fed the
+    nvidia_driver inputs the way the driver's preflight passes them."""
+
+    def __init__(self, facts, **driver_inputs):
+        driver = dict(trust(load('nvidia_driver', 'defaults', 'main.yml')))
+        driver.update(trust(driver_inputs))
+        self.variables = role_variables('repository', 'main.yml')
         self.variables['ansible_facts'] = facts
-        self.variables.update(trust(inputs))
-        self.vars_file = None
-        for candidate in self.render('__nvidia_driver_os_vars_files'):
-            if os.path.isfile(role_path('nvidia_driver', 'vars', candidate)):
-                self.vars_file = candidate
-                # include_vars outranks role vars and defaults.
-                self.variables.update(trust(load('nvidia_driver', 'vars', candidate)))
-                break
+        for task in load('nvidia_driver', 'tasks', 'preflight.yml'):
+            if task.get('ansible.builtin.include_role', {}).get('tasks_from') == 'cuda_platform':
+                for name, value in task['vars'].items():
+                    self.variables[name] = render(trust_as_template(value), dict(driver, ansible_facts=facts))
+        self.vars_file = _first_found('repository', render(trust(self.variables['__repository_cuda_vars_files']),
+                                                           self.variables))
+        if self.vars_file:
+            self.variables.update(trust(load('repository', 'vars', self.vars_file)))
 
     def render(self, name):
         return render(trust_as_template('{{ %s }}' % name), self.variables)
 
     @property
     def supported(self):
-        return self.vars_file is not None and bool(self.render('__nvidia_driver_release_supported'))
+        return self.vars_file is not None and bool(self.render('__repository_cuda_supported'))
+
+
+class Role(object):
+    """The role's variables on one platform, as the role would see them."""
+
+    def __init__(self, facts, **inputs):
+        self.repository = CudaRepository(facts, **inputs)
+        self.variables = role_variables('nvidia_driver', 'main.yml')
+        self.variables['ansible_facts'] = facts
+        self.variables.update(trust(inputs))
+        self.variables['repository_cuda'] = {'package_manager': self.repository.render('__repository_cuda_package_manager')
+                                             if self.repository.vars_file else ''}
+        self.vars_file = _first_found('nvidia_driver', self.render('__nvidia_driver_os_vars_files'))
+        if self.vars_file:
+            # include_vars outranks role vars and defaults.
+            self.variables.update(trust(load('nvidia_driver', 'vars', self.vars_file)))
+
+    def render(self, name):
+        return render(trust_as_template('{{ %s }}' % name), self.variables)
+
+    @property
+    def supported(self):
+        return self.vars_file is not None and self.repository.supported
 
     def packages(self, flavour, branch):
         self.variables['nvidia_driver_flavour'] = flavour
@@ -75,20 +108,20 @@ class Role(object):
 
 
 PLATFORMS = {
-    'ubuntu2204-x86_64': (_facts('Ubuntu', '22.04', 'Debian'), 'Ubuntu.yml', 'ubuntu2204/x86_64', '3bf863cc.pub', DEB_KEY),
-    'ubuntu2204-sbsa': (_facts('Ubuntu', '22.04', 'Debian', 'aarch64'), 'Ubuntu.yml', 'ubuntu2204/sbsa', '3bf863cc.pub',
+    'ubuntu2204-x86_64': (_facts('Ubuntu', '22.04', 'Debian'), 'cuda_Ubuntu.yml', 'ubuntu2204/x86_64', '3bf863cc.pub', DEB_KEY),
+    'ubuntu2204-sbsa': (_facts('Ubuntu', '22.04', 'Debian', 'aarch64'), 'cuda_Ubuntu.yml', 'ubuntu2204/sbsa', '3bf863cc.pub',
                         DEB_KEY),
-    'ubuntu2404-x86_64': (_facts('Ubuntu', '24.04', 'Debian'), 'Ubuntu.yml', 'ubuntu2404/x86_64', '3bf863cc.pub', DEB_KEY),
-    'ubuntu2404-sbsa': (_facts('Ubuntu', '24.04', 'Debian', 'aarch64'), 'Ubuntu.yml', 'ubuntu2404/sbsa', '3bf863cc.pub',
+    'ubuntu2404-x86_64': (_facts('Ubuntu', '24.04', 'Debian'), 'cuda_Ubuntu.yml', 'ubuntu2404/x86_64', '3bf863cc.pub', DEB_KEY),
+    'ubuntu2404-sbsa': (_facts('Ubuntu', '24.04', 'Debian', 'aarch64'), 'cuda_Ubuntu.yml', 'ubuntu2404/sbsa', '3bf863cc.pub',
                         DEB_KEY),
-    'debian12-x86_64': (_facts('Debian', '12.8', 'Debian'), 'Debian_12.yml', 'debian12/x86_64', '3bf863cc.pub', DEB_KEY),
-    'debian13-x86_64': (_facts('Debian', '13.1', 'Debian'), 'Debian_13.yml', 'debian13/x86_64', '8793F200.pub',
+    'debian12-x86_64': (_facts('Debian', '12.8', 'Debian'), 'cuda_Debian_12.yml', 'debian12/x86_64', '3bf863cc.pub', DEB_KEY),
+    'debian13-x86_64': (_facts('Debian', '13.1', 'Debian'), 'cuda_Debian_13.yml', 'debian13/x86_64', '8793F200.pub',
                         DEBIAN13_KEY),
-    'rhel8-x86_64': (_facts('RedHat', '8.10', 'RedHat'), 'RedHat.yml', 'rhel8/x86_64', 'D42D0685.pub', RPM_KEY),
-    'rhel9-x86_64': (_facts('RedHat', '9.4', 'RedHat'), 'RedHat.yml', 'rhel9/x86_64', 'D42D0685.pub', RPM_KEY),
-    'rhel9-sbsa': (_facts('RedHat', '9.4', 'RedHat', 'aarch64'), 'RedHat.yml', 'rhel9/sbsa', 'D42D0685.pub', RPM_KEY),
-    'rocky8-x86_64': (_facts('Rocky', '8.9', 'RedHat'), 'RedHat.yml', 'rhel8/x86_64', 'D42D0685.pub', RPM_KEY),
-    'rocky9-sbsa': (_facts('Rocky', '9.5', 'RedHat', 'aarch64'), 'RedHat.yml', 'rhel9/sbsa', 'D42D0685.pub', RPM_KEY),
+    'rhel8-x86_64': (_facts('RedHat', '8.10', 'RedHat'), 'cuda_RedHat.yml', 'rhel8/x86_64', 'D42D0685.pub', RPM_KEY),
+    'rhel9-x86_64': (_facts('RedHat', '9.4', 'RedHat'), 'cuda_RedHat.yml', 'rhel9/x86_64', 'D42D0685.pub', RPM_KEY),
+    'rhel9-sbsa': (_facts('RedHat', '9.4', 'RedHat', 'aarch64'), 'cuda_RedHat.yml', 'rhel9/sbsa', 'D42D0685.pub', RPM_KEY),
+    'rocky8-x86_64': (_facts('Rocky', '8.9', 'RedHat'), 'cuda_RedHat.yml', 'rhel8/x86_64', 'D42D0685.pub', RPM_KEY),
+    'rocky9-sbsa': (_facts('Rocky', '9.5', 'RedHat', 'aarch64'), 'cuda_RedHat.yml', 'rhel9/sbsa', 'D42D0685.pub', RPM_KEY),
 }
 
 
@@ -96,11 +129,11 @@ PLATFORMS = {
 def test_platform_resolves_to_nvidias_repository_and_key(platform):
     facts, vars_file, path, key_file, fingerprint = PLATFORMS[platform]
     role = Role(facts)
-    assert role.vars_file == vars_file
+    assert role.repository.vars_file == vars_file
     assert role.supported
-    assert role.render('__nvidia_driver_repo_url_effective') == '%s/%s' % (NVIDIA, path)
-    assert role.render('__nvidia_driver_repo_key_url_effective') == '%s/%s/%s' % (NVIDIA, path, key_file)
-    assert role.render('__nvidia_driver_repo_key_fingerprint_effective') == fingerprint
+    assert role.repository.render('__repository_cuda_url') == '%s/%s' % (NVIDIA, path)
+    assert role.repository.render('__repository_cuda_key_url') == '%s/%s/%s' % (NVIDIA, path, key_file)
+    assert role.repository.render('__repository_cuda_key_fingerprint') == fingerprint
 
 
 @pytest.mark.parametrize('platform', ['debian12-x86_64', 'debian13-x86_64'])
@@ -159,22 +192,22 @@ def test_unsupported_platforms_are_recognised(facts):
 def test_debian_repositories_have_no_arm64(platform):
     facts = dict(PLATFORMS[platform][0], architecture='aarch64')
     role = Role(facts)
-    assert role.render('__nvidia_driver_repo_arch') == ''
+    assert role.repository.render('__repository_cuda_arch') == ''
 
 
 def test_a_mirror_overrides_url_key_and_fingerprint():
     mirror = 'https://mirror.example.com/nvidia/cuda/repos/ubuntu2404/x86_64/'
     role = Role(PLATFORMS['ubuntu2404-x86_64'][0], nvidia_driver_repo_url=mirror,
                 nvidia_driver_repo_key_fingerprint='eb69 3b30 35cd 5710 e231  e123 a4b4 6996 3bf8 63cc')
-    assert role.render('__nvidia_driver_repo_url_effective') == mirror.rstrip('/')
+    assert role.repository.render('__repository_cuda_url') == mirror.rstrip('/')
     # The key is taken from the mirror, and the fingerprint is compared normalised.
-    assert role.render('__nvidia_driver_repo_key_url_effective') == mirror + '3bf863cc.pub'
-    assert role.render('__nvidia_driver_repo_key_fingerprint_effective') == DEB_KEY
+    assert role.repository.render('__repository_cuda_key_url') == mirror + '3bf863cc.pub'
+    assert role.repository.render('__repository_cuda_key_fingerprint') == DEB_KEY
 
 
 def test_base_url_moves_every_distribution():
     role = Role(PLATFORMS['rhel9-x86_64'][0], nvidia_driver_repo_base_url='https://developer.download.nvidia.cn/compute/cuda/repos')
-    assert role.render('__nvidia_driver_repo_url_effective') == 'https://developer.download.nvidia.cn/compute/cuda/repos/rhel9/x86_64'
+    assert role.repository.render('__repository_cuda_url') == 'https://developer.download.nvidia.cn/compute/cuda/repos/rhel9/x86_64'
 
 
 def test_installed_driver_packages_are_recognised_for_holds():

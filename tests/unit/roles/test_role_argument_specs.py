@@ -21,7 +21,7 @@ import re
 import pytest
 
 from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import (
-    ROLE_NAMES, defaults, load, options, plain, rendered_defaults, role_path)
+    ROLE_NAMES, defaults, entry_points, is_internal, load, options, plain, rendered_defaults, role_path)
 
 SPEC_TYPES = {'str': str, 'path': str, 'int': int, 'bool': bool, 'list': list, 'dict': dict}
 # The spec checks of these roles never accepted the 'path' type (nor 'path'
@@ -47,6 +47,8 @@ NOT_INPUTS = {
                      'cuda_toolkit_forward_compat_versions', 'cuda_toolkit_nvcc_versions'},
     'cudnn': {'cudnn_installed_version', 'cudnn_installed_cuda_major', 'cudnn_packages'},
     'dcgm': {'dcgm_diag_result'},
+    # The results of the internal role's entry points, read by the roles that include it.
+    'repository': {'repository_changed', 'repository_ready', 'repository_cuda', 'repository_key'},
     'fabric_manager': {'fabric_manager_nvswitch_present', 'fabric_manager_nvswitches', 'fabric_manager_driver_version',
                        'fabric_manager_installed_version'},
     # Parameters, return keys and failure reasons of the nvidia_smi, nvidia_mig
@@ -80,9 +82,20 @@ def test_the_roles_are_found():
 @pytest.mark.parametrize('role', ROLE_NAMES)
 def test_every_default_is_declared_and_every_option_has_a_default(role):
     names, spec = set(defaults(role)), options(role)
+    required = set(name for name, option in spec.items() if option.get('required'))
     assert sorted(names - set(spec)) == [], 'defaults/main.yml variables missing from meta/argument_specs.yml'
-    assert sorted(set(spec) - names) == [], 'options without a default in defaults/main.yml'
-    assert [name for name, option in spec.items() if option.get('required')] == [], 'every input has a default'
+    assert sorted(set(spec) - names - required) == [], 'options without a default in defaults/main.yml'
+    # Only an internal role's entry points may require inputs: their caller is a role of this collection.
+    assert not required or is_internal(role), 'every input has a default: %s' % sorted(required)
+    assert not required & names, 'required inputs cannot have defaults: %s' % sorted(required & names)
+
+
+@pytest.mark.parametrize('role', [r for r in ROLE_NAMES if is_internal(r)])
+def test_internal_roles_have_no_main_entry_point_and_a_prefix(role):
+    # Entry points of an internal role are called with include_role tasks_from; nobody runs it as a role.
+    assert not os.path.exists(role_path(role, 'tasks', 'main.yml'))
+    for entry in entry_points(role):
+        assert os.path.isfile(role_path(role, 'tasks', entry + '.yml')), entry
 
 
 @pytest.mark.parametrize('role', ROLE_NAMES)
@@ -101,6 +114,8 @@ def test_defaults_have_the_declared_type_choices_and_the_spec_default(role):
     types = _spec_types(role)
     rendered = rendered_defaults(role)
     for name, option in options(role).items():
+        if option.get('required'):
+            continue
         value = rendered[name]
         if value is None:
             assert name in NULL_DEFAULTS, '%s defaults to null' % name
@@ -141,7 +156,7 @@ def test_list_of_dict_defaults_fit_their_suboptions(role):
 @pytest.mark.parametrize('role', ROLE_NAMES)
 def test_tasks_templates_handlers_and_vars_only_read_declared_inputs(role):
     # A misspelt input would silently be undefined (or the fact of the same name).
-    declared = set(defaults(role)) | NOT_INPUTS.get(role, set())
+    declared = set(defaults(role)) | set(options(role)) | NOT_INPUTS.get(role, set())
     # Roles named <role>_<something> (dcgm_exporter for dcgm) share the prefix.
     other_prefixes = tuple(other + '_' for other in ROLE_NAMES if other.startswith(role + '_'))
     assert os.path.isdir(role_path(role, 'tasks')), role

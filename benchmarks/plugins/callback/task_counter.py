@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Count where a playbook's time goes: remote module executions per task.
+
+A task result alone does not say whether the task ran code on the host:
+``set_fact``, ``assert``, includes and ``meta`` run on the controller, while a
+``template`` that changes nothing still runs two modules on the host (stat,
+then file). So this callback wraps ``ActionBase._execute_module`` (inherited
+by the forked workers) and appends one line per module execution to
+``$GPUFLEET_TASK_COUNT_FILE``; at the end of the play it joins those lines
+with the task results it saw and writes a summary JSON next to it.
+"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: task_counter
+type: aggregate
+short_description: count remote module executions and controller-side tasks
+description:
+  - Writes every module execution and task result to a JSON lines file, and a summary at the end.
+  - Benchmark tooling of gpufleet.nvidia, not part of the collection.
+requirements:
+  - GPUFLEET_TASK_COUNT_FILE set to a writable path
+"""
+
+import json
+import os
+import time
+from collections import Counter
+
+from ansible.plugins.action import ActionBase
+from ansible.plugins.callback import CallbackBase
+
+ENV = "GPUFLEET_TASK_COUNT_FILE"
+_ORIGINAL = ActionBase._execute_module
+_ORIGINAL_LOW_LEVEL = ActionBase._low_level_execute_command
+
+
+def _append(record):
+    path = os.environ.get(ENV)
+    if not path:
+        return
+    line = json.dumps(record, sort_keys=True) + "\n"
+    # O_APPEND writes of one short line are atomic across the forked workers.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def _counting_low_level(self, cmd, *args, **kwargs):
+    # No task variables here: the address is mapped to the inventory name in summarise().
+    _append({
+        "kind": "command",
+        "addr": getattr(self._play_context, "remote_addr", None),
+        "task": self._task._uuid,
+    })
+    return _ORIGINAL_LOW_LEVEL(self, cmd, *args, **kwargs)
+
+
+def _counting_execute_module(self, module_name=None, *args, **kwargs):
+    task_vars = kwargs.get("task_vars") or (args[2] if len(args) > 2 else None) or {}
+    host = task_vars.get("inventory_hostname") or getattr(self._play_context, "remote_addr", None)
+    _append({
+        "kind": "module",
+        "host": host,
+        "addr": getattr(self._play_context, "remote_addr", None),
+        "task": self._task._uuid,
+        "module": module_name or self._task.action,
+    })
+    return _ORIGINAL(self, module_name, *args, **kwargs)
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "task_counter"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._path = os.environ.get(ENV)
+        self._started = time.monotonic()
+        if self._path:
+            ActionBase._execute_module = _counting_execute_module
+            ActionBase._low_level_execute_command = _counting_low_level
+
+    def _result(self, result, status):
+        task = result._task
+        _append({
+            "kind": "result",
+            "host": result._host.get_name(),
+            "task": task._uuid,
+            "name": task.get_name(),
+            "action": task.action,
+            "status": status,
+        })
+
+    def v2_runner_on_ok(self, result):
+        self._result(result, "changed" if result._result.get("changed") else "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._result(result, "failed")
+
+    def v2_runner_on_skipped(self, result):
+        self._result(result, "skipped")
+
+    def v2_runner_on_unreachable(self, result):
+        self._result(result, "unreachable")
+
+    def v2_playbook_on_include(self, included_file):
+        for host in included_file._hosts:
+            _append({"kind": "result", "host": host.get_name(), "task": included_file._task._uuid,
+                     "name": included_file._task.get_name(), "action": "include", "status": "ok"})
+
+    def v2_playbook_on_stats(self, stats):
+        if not self._path:
+            return
+        _append({"kind": "end", "seconds": round(time.monotonic() - self._started, 3)})
+        with open(self._path + ".summary.json", "w", encoding="utf-8") as out:
+            json.dump(summarise(self._path), out, indent=2, sort_keys=True)
+
+
+def summarise(path):
+    """Per host: remote tasks, module executions, controller-side and skipped tasks."""
+    modules = Counter()
+    commands = Counter()
+    by_module = {}
+    results = []
+    seconds = None
+    with open(path, encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines]
+    hosts_by_addr = dict((r["addr"], r["host"]) for r in records if r["kind"] == "module")
+    for rec in records:
+        if rec["kind"] == "command":
+            rec["host"] = hosts_by_addr.get(rec["addr"], rec["addr"])
+    for rec in records:
+        key = (rec.get("host"), rec.get("task"))
+        if rec["kind"] == "module":
+            modules[key] += 1
+            by_module.setdefault(rec["host"], Counter())[rec["module"]] += 1
+        elif rec["kind"] == "command":
+            commands[key] += 1
+        elif rec["kind"] == "result":
+            results.append(rec)
+        else:
+            seconds = rec["seconds"]
+    hosts = {}
+    for rec in results:
+        h = hosts.setdefault(rec["host"], Counter())
+        h["results"] += 1
+        h[rec["status"]] += 1
+        if rec["status"] == "skipped":
+            continue
+        if modules[(rec["host"], rec["task"])] or commands[(rec["host"], rec["task"])]:
+            h["remote_tasks"] += 1
+        else:
+            h["controller_tasks"] += 1
+    out = {"seconds": seconds, "hosts": {}}
+    for host, counts in hosts.items():
+        entry = dict(counts)
+        entry["module_executions"] = sum(n for (h, _t), n in modules.items() if h == host)
+        # Every round trip to the host: module runs and the commands around them
+        # (temporary directories, file transfers without pipelining).
+        entry["remote_commands"] = sum(n for (h, _t), n in commands.items() if h == host)
+        entry["modules"] = dict(by_module.get(host, {}))
+        out["hosts"][host] = entry
+    return out
