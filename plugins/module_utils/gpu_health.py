@@ -5,11 +5,10 @@
 
 """Turn GPU readings and kernel log events into health findings.
 
-Pure functions: no command runs here. ``evaluate`` takes GPU records in the
-shape documented by ``GPU_FIELDS`` (the module builds them from
-``nvidia-smi -q -x`` with ``health_view``), parsed kernel log events
-(``parse_xid_events``) and NVLink states (``nvidia_smi.parse_nvlink_status``),
-and returns findings::
+Pure functions: no command runs here. ``evaluate`` takes GPU records as
+``nvidia_smi.parse_xml`` returns them (``gpu_record.GPU_RECORD``; it reads the
+keys in ``HEALTH_FIELDS``), parsed kernel log events (``parse_xid_events``) and
+NVLink states (``nvidia_smi.parse_nvlink_status``), and returns findings::
 
     {'code': 'xid_79', 'severity': 'critical',
      'gpu': {'index': 0, 'uuid': 'GPU-...', 'pci_bus_id': '0000:3b:00.0'},
@@ -22,9 +21,9 @@ Severity means: ``critical`` take the node (or GPU) out of service now;
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import normalize_pci_bus_id
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kernel_log import (
     events_within,
-    normalize_pci_bus_id,
     parse_xid_events,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.xid_catalog import (
@@ -37,9 +36,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.xid_catalog import
 # The kernel log parser and the Xid catalogue live in their own files and are
 # part of this module's public interface.
 __all__ = [
-    'CATEGORY_ADVICE', 'CATEGORY_SEVERITY', 'CRITICAL', 'DEFAULT_THRESHOLDS', 'GPU_FIELDS', 'INFO', 'SEVERITIES',
-    'WARNING', 'catalog_codes', 'evaluate', 'events_within', 'health_view', 'is_healthy', 'normalize_pci_bus_id',
-    'parse_duration', 'parse_xid_events', 'sort_findings', 'summarize', 'xid_info',
+    'CATEGORY_ADVICE', 'CATEGORY_SEVERITY', 'CRITICAL', 'DEFAULT_THRESHOLDS', 'HEALTH_FIELDS', 'INFO', 'SEVERITIES',
+    'WARNING', 'catalog_codes', 'evaluate', 'events_within', 'health_view', 'is_healthy', 'parse_duration',
+    'parse_xid_events', 'sort_findings', 'summarize', 'xid_info',
 ]
 
 CRITICAL = 'critical'
@@ -48,24 +47,13 @@ INFO = 'info'
 SEVERITIES = (CRITICAL, WARNING, INFO)
 _RANK = {CRITICAL: 0, WARNING: 1, INFO: 2}
 
-# Keys of a GPU record given to ``evaluate``; every value may be None when
-# the GPU or driver does not report it, and a None reading never yields a finding.
-GPU_FIELDS = (
-    'index', 'uuid', 'pci_bus_id', 'name',
-    'persistence_mode',                 # bool
-    'temperature_c', 'slowdown_temperature_c', 'shutdown_temperature_c',
-    'slowdown_headroom_c',              # degrees left before slowdown, from T.Limit margins
-    'utilization_pct',
-    'ecc_uncorrectable_volatile', 'ecc_uncorrectable_aggregate',
-    'retired_pages_pending',            # bool (before Ampere)
-    'retired_pages_double_bit',
-    'remapped_rows_pending', 'remapped_rows_failure',   # bool (Ampere and newer)
-    'remapped_rows_uncorrectable',
-    'throttle_reasons',                 # dict: reason -> bool active
-    'pcie_link_gen_current', 'pcie_link_gen_max',
-    'pcie_link_width_current', 'pcie_link_width_max',
-    'reset_required', 'drain_and_reset_recommended',   # bool
-    'recovery_action',                  # text: None, GPU Reset Required, Node Reboot Required, ...
+# Keys of the GPU record (gpu_record.GPU_RECORD) the checks read; every value
+# may be None when the GPU or driver does not report it, and a None reading
+# never yields a finding.
+HEALTH_FIELDS = (
+    'index', 'uuid', 'pci_bus_id', 'name', 'persistence_mode', 'temperature', 'utilization_gpu_percent',
+    'ecc_errors', 'retired_pages', 'remapped_rows', 'throttle_reasons', 'pcie', 'reset_required',
+    'drain_and_reset_recommended', 'recovery_action',
 )
 
 DEFAULT_THRESHOLDS = {
@@ -108,6 +96,10 @@ def _label(gpu):
     return 'GPU at %s' % (gpu.get('pci_bus_id') or 'an unknown address')
 
 
+def _reading(gpu, section, key):
+    return (gpu.get(section) or {}).get(key)
+
+
 def _finding(code, severity, gpu, evidence, advice, **extra):
     finding = {'code': code, 'severity': severity, 'gpu': _gpu_ref(gpu), 'evidence': evidence, 'advice': advice}
     finding.update(extra)
@@ -134,13 +126,13 @@ def _merge_thresholds(thresholds):
 
 def _ecc_findings(gpu, limits):
     findings = []
-    volatile = gpu.get('ecc_uncorrectable_volatile')
+    volatile = _reading(gpu, 'ecc_errors', 'volatile_uncorrected')
     if _positive(volatile):
         findings.append(_finding(
             'ecc_uncorrectable_volatile', CRITICAL, gpu,
             '%s: %s uncorrectable ECC errors since the driver was loaded.' % (_label(gpu), volatile),
             xid_info(48).advice))
-    aggregate = gpu.get('ecc_uncorrectable_aggregate')
+    aggregate = _reading(gpu, 'ecc_errors', 'aggregate_uncorrected')
     if _positive(aggregate):
         limit = limits['ecc_aggregate_uncorrectable_max']
         over = limit is not None and aggregate > limit
@@ -155,20 +147,21 @@ def _ecc_findings(gpu, limits):
 
 def _memory_repair_findings(gpu):
     findings = []
-    if gpu.get('remapped_rows_failure') is True:
+    if _reading(gpu, 'remapped_rows', 'failure') is True:
         findings.append(_finding(
             'remapped_rows_failure', CRITICAL, gpu,
             '%s: row remapping failed; faulty memory rows could not be replaced.' % _label(gpu),
             'Drain the node and replace the GPU (RMA); it has run out of spare memory rows or cannot '
             'remap them.'))
-    if gpu.get('remapped_rows_pending') is True:
+    uncorrectable = _reading(gpu, 'remapped_rows', 'uncorrectable')
+    if _reading(gpu, 'remapped_rows', 'pending') is True:
         findings.append(_finding(
             'remapped_rows_pending', WARNING, gpu,
             '%s: a row remap is pending%s; it takes effect at the next GPU reset.'
-            % (_label(gpu), ' (%s uncorrectable rows remapped so far)' % gpu['remapped_rows_uncorrectable']
-               if _positive(gpu.get('remapped_rows_uncorrectable')) else ''),
+            % (_label(gpu), ' (%s uncorrectable rows remapped so far)' % uncorrectable
+               if _positive(uncorrectable) else ''),
             xid_info(63).advice))
-    if gpu.get('retired_pages_pending') is True:
+    if _reading(gpu, 'retired_pages', 'pending') is True:
         findings.append(_finding(
             'retired_pages_pending', WARNING, gpu,
             '%s: memory pages are pending retirement; they are retired when the driver reloads.' % _label(gpu),
@@ -178,16 +171,19 @@ def _memory_repair_findings(gpu):
 
 def _thermal_findings(gpu, limits):
     findings = []
-    temperature = gpu.get('temperature_c')
-    slowdown = gpu.get('slowdown_temperature_c')
+    temperature = _reading(gpu, 'temperature', 'gpu_c')
+    slowdown = _reading(gpu, 'temperature', 'slowdown_c')
     margin = limits['temperature_margin_c']
     if _number(temperature) and _number(slowdown):
         headroom = slowdown - temperature
         reading = '%s C against its slowdown temperature of %s C' % (temperature, slowdown)
     else:
         # Newer drivers report some GPUs only as margins to their thermal
-        # limit (T.Limit); the distance to slowdown is still comparable.
-        headroom = gpu.get('slowdown_headroom_c')
+        # limit (T.Limit): the current margin and the margin at which
+        # slowdown starts (often negative) give the distance to slowdown.
+        tlimit = _reading(gpu, 'temperature', 'tlimit_c')
+        slowdown_tlimit = _reading(gpu, 'temperature', 'slowdown_tlimit_c')
+        headroom = tlimit - slowdown_tlimit if _number(tlimit) and _number(slowdown_tlimit) else None
         reading = '%s C of headroom before slowdown (T.Limit margins)' % headroom
     if _number(headroom):
         extra = {'temperature_c': temperature, 'slowdown_temperature_c': slowdown, 'slowdown_headroom_c': headroom}
@@ -221,7 +217,7 @@ def _thermal_findings(gpu, limits):
 
 def _pcie_findings(gpu, limits):
     findings = []
-    width, width_max = gpu.get('pcie_link_width_current'), gpu.get('pcie_link_width_max')
+    width, width_max = _reading(gpu, 'pcie', 'link_width_current'), _reading(gpu, 'pcie', 'link_width_max')
     if _positive(width) and _positive(width_max) and width < width_max:
         findings.append(_finding(
             'pcie_link_width_degraded', WARNING, gpu,
@@ -231,8 +227,8 @@ def _pcie_findings(gpu, limits):
     # GPUs lower their link generation when idle to save power, so a low
     # generation says nothing about an idle GPU; only a busy one should be
     # running at its maximum.
-    gen, gen_max = gpu.get('pcie_link_gen_current'), gpu.get('pcie_link_gen_max')
-    utilization = gpu.get('utilization_pct')
+    gen, gen_max = _reading(gpu, 'pcie', 'link_gen_current'), _reading(gpu, 'pcie', 'link_gen_max')
+    utilization = gpu.get('utilization_gpu_percent')
     if (_positive(gen) and _positive(gen_max) and gen < gen_max
             and isinstance(utilization, (int, float)) and utilization >= limits['pcie_gen_min_utilization']):
         findings.append(_finding(
@@ -283,54 +279,9 @@ def _gpu_findings(gpu, limits):
     return findings
 
 
-def _enabled(value):
-    if isinstance(value, bool) or value is None:
-        return value
-    lowered = str(value).strip().lower()
-    if lowered in ('enabled', 'on', 'yes', 'true'):
-        return True
-    if lowered in ('disabled', 'off', 'no', 'false'):
-        return False
-    return None
-
-
 def health_view(gpu):
-    """Build the ``GPU_FIELDS`` record of one GPU from a ``nvidia_smi.parse_xml`` GPU entry."""
-    temperature = gpu.get('temperature') or {}
-    ecc = gpu.get('ecc_errors') or {}
-    retired = gpu.get('retired_pages') or {}
-    remapped = gpu.get('remapped_rows') or {}
-    pcie = gpu.get('pcie') or {}
-    tlimit, slowdown_tlimit = temperature.get('tlimit_c'), temperature.get('slowdown_tlimit_c')
-    return {
-        'index': gpu.get('index'),
-        'uuid': gpu.get('uuid'),
-        'pci_bus_id': gpu.get('pci_bus_id'),
-        'name': gpu.get('name'),
-        'persistence_mode': _enabled(gpu.get('persistence_mode')),
-        'temperature_c': temperature.get('gpu_c'),
-        'slowdown_temperature_c': temperature.get('slowdown_c'),
-        'shutdown_temperature_c': temperature.get('shutdown_c'),
-        # T.Limit is the current margin to the thermal limit; the slowdown
-        # threshold is given as a margin on the same scale (often negative).
-        'slowdown_headroom_c': tlimit - slowdown_tlimit if _number(tlimit) and _number(slowdown_tlimit) else None,
-        'utilization_pct': gpu.get('utilization_gpu_percent'),
-        'ecc_uncorrectable_volatile': ecc.get('volatile_uncorrected'),
-        'ecc_uncorrectable_aggregate': ecc.get('aggregate_uncorrected'),
-        'retired_pages_pending': retired.get('pending'),
-        'retired_pages_double_bit': retired.get('double_bit_ecc'),
-        'remapped_rows_pending': remapped.get('pending'),
-        'remapped_rows_failure': remapped.get('failure'),
-        'remapped_rows_uncorrectable': remapped.get('uncorrectable'),
-        'throttle_reasons': dict(gpu.get('throttle_reasons') or {}),
-        'pcie_link_gen_current': pcie.get('link_gen_current'),
-        'pcie_link_gen_max': pcie.get('link_gen_max'),
-        'pcie_link_width_current': pcie.get('link_width_current'),
-        'pcie_link_width_max': pcie.get('link_width_max'),
-        'reset_required': gpu.get('reset_required'),
-        'drain_and_reset_recommended': gpu.get('drain_and_reset_recommended'),
-        'recovery_action': gpu.get('recovery_action'),
-    }
+    """The ``HEALTH_FIELDS`` of one GPU record: what a GPU was judged on, under the record's own keys."""
+    return dict((key, gpu.get(key)) for key in HEALTH_FIELDS)
 
 
 def _by_pci(gpus):
@@ -415,11 +366,13 @@ def _model(index, gpus_by_index, nvlink):
 
 def _nvlink_findings(gpus, nvlink, expected):
     gpus_by_index = dict((gpu.get('index'), gpu) for gpu in gpus)
-    nvlink = dict((status['index'], status) for status in nvlink)
+    # A GPU whose NVLink state nvidia-smi cannot tell (MIG mode, no NVLink) is not judged.
+    untold = set(status['index'] for status in nvlink if not status.get('links_known', True))
+    nvlink = dict((status['index'], status) for status in nvlink if status['index'] not in untold)
     active = {}
     for index, status in nvlink.items():
         active[index] = [link['link'] for link in status.get('links', []) if link['active'] is True]
-    candidates = set(active) | set(i for i in gpus_by_index if i is not None)
+    candidates = (set(active) | set(i for i in gpus_by_index if i is not None)) - untold
     if expected is None:
         # Without a stated expectation, the best-connected GPU of the host sets
         # it for GPUs of the same model: a host whose GPUs report no active
@@ -461,8 +414,10 @@ def _smi_findings(smi_failure, smi_seconds, limits, smi_warnings):
     if smi_failure:
         reason = smi_failure.get('reason') or 'unknown'
         detail = (smi_failure.get('stderr') or smi_failure.get('stdout') or '').strip().splitlines()
+        # "Unable to determine the device handle for GPU0000:07:00.0" names the GPU at fault.
+        named = smi_failure.get('pci_bus_id')
         findings.append(_finding(
-            'nvidia_smi_%s' % reason, CRITICAL, None,
+            'nvidia_smi_%s' % reason, CRITICAL, {'index': None, 'uuid': None, 'pci_bus_id': named} if named else None,
             'nvidia-smi failed with rc %s (%s)%s'
             % (smi_failure.get('rc'), reason, ': %s' % detail[0] if detail else ''),
             (smi_failure.get('hint') or 'Read the nvidia-smi output and the kernel log.') + _SMI_FAILURE_ADVICE_SUFFIX,
@@ -484,12 +439,12 @@ def evaluate(gpus, xid_events=(), thresholds=None, expected_count=None, nvlink=N
              smi_failure=None, smi_seconds=None, kernel_log_error=None, smi_warnings=(), nvlink_error=None):
     """Return the findings for one host, most severe first.
 
-    ``gpus``: list of records with the keys in ``GPU_FIELDS``.
+    ``gpus``: GPU records (``gpu_record.GPU_RECORD``, as ``parse_xml`` or ``health_view`` give them).
     ``xid_events``: events from ``parse_xid_events`` (already limited to the window of interest).
     ``thresholds``: overrides for ``DEFAULT_THRESHOLDS``; unknown keys raise ``ValueError``.
     ``expected_count``: number of GPUs the host must have, or ``None``.
     ``nvlink``: result of ``nvidia_smi.parse_nvlink_status`` (a list) or ``None`` when not checked.
-    ``smi_failure``: ``{'reason', 'hint', 'rc', 'stdout', 'stderr'}`` when nvidia-smi failed.
+    ``smi_failure``: ``{'reason', 'hint', 'rc', 'pci_bus_id', 'stdout', 'stderr'}`` when nvidia-smi failed.
     ``smi_seconds``: wall time of the nvidia-smi reading.
     ``kernel_log_error``: text saying why the kernel log could not be read.
     ``smi_warnings``: ``WARNING:`` lines nvidia-smi printed next to a usable answer.

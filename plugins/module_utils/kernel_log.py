@@ -20,7 +20,10 @@ __metaclass__ = type
 
 import re
 
-_PCI = r'[0-9a-fA-F]{1,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?'
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import (
+    PCI_ADDRESS_IN_TEXT as _PCI,
+    normalize_pci_bus_id,
+)
 
 # With MIG enabled the driver names the GPU instance too: "(PCI:0000:01:00 GPU-I:05)".
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?(?P<pci>' + _PCI + r')(?:\s+GPU-I:(?P<gi>\d+))?[^)]*\): (?P<code>\d+)'
@@ -51,26 +54,6 @@ _TIMESTAMP_RES = (
 )
 _UNKNOWN = ('', '<unknown>', 'unknown')
 _OFF_BUS_LOOKAHEAD = 3
-
-
-def normalize_pci_bus_id(value):
-    """Return ``dddd:bb:dd.f`` in lower case for any PCI address spelling, or ``None``.
-
-    ``nvidia-smi`` prints ``00000000:3B:00.0`` while the kernel log prints
-    ``0000:3b:00``; both name the same function 0 of the device.
-    """
-    if not value:
-        return None
-    text = str(value).strip().lower()
-    if text.startswith('pci:'):
-        text = text[4:]
-    match = re.match(r'^(?:(?P<domain>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<dev>[0-9a-f]{1,2})'
-                     r'(?:\.(?P<fn>[0-7]))?$', text)
-    if not match:
-        return None
-    domain = int(match.group('domain') or '0', 16)
-    return '%04x:%02x:%02x.%s' % (domain, int(match.group('bus'), 16), int(match.group('dev'), 16),
-                                  match.group('fn') or '0')
 
 
 def _line_times(line, match_start):
@@ -150,9 +133,9 @@ def parse_xid_events(kernel_log_text):
     """Return the Xid, SXid and fallen-off-the-bus events found in ``kernel_log_text``, in log order.
 
     Each event is a dict with ``kind`` (``xid``, ``sxid`` or ``fallen_off_bus``), ``code``
-    (int, ``None`` for ``fallen_off_bus``), ``pci_bus_id`` (normalised, see
-    ``normalize_pci_bus_id``), ``message``, ``timestamp`` (the wall-clock text of the
-    line, or ``None``), ``uptime_seconds`` (the kernel's seconds-since-boot stamp, or
+    (int, ``None`` for ``fallen_off_bus``), ``pci_bus_id`` (spelt as in every GPU record,
+    see ``gpu_record.normalize_pci_bus_id``), ``message``, ``timestamp`` (the wall-clock
+    text of the line, or ``None``), ``uptime_seconds`` (the kernel's seconds-since-boot stamp, or
     ``None``) and ``line``. Xid events add ``pid`` and ``process`` (``None`` when the
     driver logged ``<unknown>`` or nothing) and ``gpu_instance`` (the MIG GPU instance
     id, or ``None``); SXid events add ``switch`` and ``fatal``

@@ -7,148 +7,45 @@
 
 Public names: ``parse_query_csv``, ``parse_xml``, ``parse_gpu_list``,
 ``parse_topology``, ``parse_nvlink_status``, ``classify_failure`` (with its
-``Failure`` tuple), ``normalize_value`` and ``to_number``.
+``Failure`` tuple), and the converters ``normalize_value``, ``to_number`` and
+``normalize_pci_bus_id``.
+
+``parse_xml`` and ``parse_query_csv`` return GPUs as the typed record of
+``gpu_record`` (booleans for modes, numbers for quantities, strings for
+identifiers, ``None`` for values nvidia-smi reports as unavailable such as
+``[N/A]``, ``[Not Supported]`` or ``[Unknown Error]``); the CSV reader and the
+converters live there because the MIG boot script reads nvidia-smi with them
+too.
 
 Every parser raises ``ValueError`` on output it cannot make sense of, so a
 caller can turn it into a clean module failure instead of a traceback.
-Values that nvidia-smi reports as unavailable (``[N/A]``, ``[Not Supported]``,
-``[Unknown Error]``, ``[GPU is lost]`` and the like) become ``None``.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import csv
 import re
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import (
+    normalize_pci_bus_id,
+    normalize_value,
+    parse_query_csv,
+    to_bool_mode,
+    to_float,
+    to_int,
+    to_number,
+    to_pci_bus_id,
+)
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import (
     Failure,
     classify_failure,
 )
 
-# classify_failure lives with its hints in nvidia_smi_failures; it is part of
-# this module's public interface too.
-__all__ = ['Failure', 'classify_failure', 'normalize_value', 'parse_gpu_list', 'parse_nvlink_status',
-           'parse_query_csv', 'parse_topology', 'parse_xml', 'to_number']
-
-# Bare forms of the "no value" markers; the CSV output wraps them in brackets,
-# the XML output (and older drivers) print them bare.
-_UNAVAILABLE = frozenset(s.lower() for s in (
-    'N/A', 'Not Supported', 'Unknown Error', 'Insufficient Permissions', 'GPU is lost',
-    'GPU requires reset', 'Not Available', 'Requested functionality has been deprecated', 'Unknown',
-))
-
-_NUMBER_WITH_UNIT = re.compile(
-    r'^(?P<num>[-+]?\d+(?:\.\d+)?)\s*'
-    r'(?P<unit>MiB|GiB|KiB|MB|GB|KB|B|W|mW|MHz|GHz|C|%|KB/s|MB/s|GB/s|mV|V|us|ms|s|bank\(s\)|x)?$')
-
-# CSV query fields whose values are identifiers or versions: they stay
-# strings even when they look like numbers (serial 1320220040606, VBIOS
-# 96.00.89.00.01, compute_cap 9.0 must never become 9).
-_IDENTIFIER_FIELDS = frozenset((
-    'name', 'gpu_name', 'serial', 'gpu_serial', 'uuid', 'gpu_uuid', 'pci.bus_id', 'gpu_bus_id', 'pci.domain',
-    'pci.bus', 'pci.device', 'pci.device_id', 'pci.sub_device_id', 'vbios_version', 'driver_version',
-    'board_part_number', 'gpu_part_number', 'compute_cap', 'inforom.img', 'inforom.image', 'inforom.oem',
-    'inforom.ecc', 'inforom.pwr', 'inforom.power', 'board_id', 'gsp.version', 'gpu_module_id', 'module_id',
-    'clocks_throttle_reasons.active', 'clocks_event_reasons.active', 'vbios', 'platform.chassis_serial_number',
-))
-_IDENTIFIER_PREFIXES = ('inforom.', 'pci.')
-# Fields under the identifier prefixes that are real numbers.
-_NUMERIC_UNDER_PREFIX = frozenset(('pci.baseClass', 'pci.subClass'))
-
-_HEADER_CELL = re.compile(r'^[a-z_][a-z0-9_.]*$', re.I)
-_HEADER_UNIT = re.compile(r'\s*\[[^\]]*\]$')
-
-
-def _is_unavailable(text):
-    # Any bracketed value is a status, never data: "[N/A]", "[GPU requires
-    # reset]", and markers newer drivers may add.
-    if text.startswith('[') and text.endswith(']'):
-        return True
-    return text.lower() in _UNAVAILABLE
-
-
-def normalize_value(value):
-    """Trim ``value``; return ``None`` for empty text and "no value" markers."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value or _is_unavailable(value):
-        return None
-    return value
-
-
-def to_number(value):
-    """Return ``value`` as int or float with its unit stripped, else ``None``.
-
-    Hexadecimal and dotted values are not numbers here: they are bitmasks or
-    identifiers and stay with the caller as text.
-    """
-    value = normalize_value(value)
-    if value is None:
-        return None
-    match = _NUMBER_WITH_UNIT.match(value)
-    if not match:
-        return None
-    num = match.group('num')
-    return float(num) if '.' in num else int(num)
-
-
-def _csv_value(field, raw):
-    value = normalize_value(raw)
-    if value is None:
-        return None
-    if field in _IDENTIFIER_FIELDS or (field.startswith(_IDENTIFIER_PREFIXES) and field not in _NUMERIC_UNDER_PREFIX):
-        return value
-    number = to_number(value)
-    return value if number is None else number
-
-
-def _split_fields(fields):
-    if isinstance(fields, str):
-        fields = fields.split(',')
-    return [f.strip() for f in fields if f.strip()]
-
-
-# --query-gpu prints the canonical name of an aliased field in its header.
-_CANONICAL_FIELD = {'gpu_name': 'name', 'gpu_bus_id': 'pci.bus_id', 'gpu_serial': 'serial', 'gpu_uuid': 'uuid'}
-
-
-def _looks_like_header(cells, fields):
-    names = [_HEADER_UNIT.sub('', c) for c in cells]
-    if all(n in (f, _CANONICAL_FIELD.get(f)) for n, f in zip(names, fields)):
-        return True
-    # Aliases not listed above: fall back to the shape. Header cells are
-    # lower-case dotted or underscored field names; data rows carry numbers,
-    # capitalised words (Enabled, Default, P0, NVIDIA ...) or [markers]. A lone
-    # lower-case word (a process name such as "python") is data.
-    return all(_HEADER_CELL.match(n) and n[0].islower() for n in names) and \
-        any('.' in n or '_' in n for n in names)
-
-
-def parse_query_csv(text, fields):
-    """Parse ``--query-*=<fields> --format=csv[,noheader][,nounits]`` output.
-
-    Returns one dict per line keyed by the exact names in ``fields`` (a list or
-    the comma-separated string passed to nvidia-smi). A header line, when
-    present, is recognised and skipped. Lines starting with ``WARNING:`` (which
-    nvidia-smi prints, for example, for a corrupted infoROM) are skipped.
-    """
-    fields = _split_fields(fields)
-    if not fields:
-        raise ValueError('parse_query_csv needs at least one field')
-    rows = []
-    lines = [line for line in (text or '').splitlines() if line.strip() and not line.lstrip().startswith('WARNING:')]
-    for number, cells in enumerate(csv.reader(lines, skipinitialspace=True)):
-        cells = [c.strip() for c in cells]
-        if len(cells) != len(fields):
-            raise ValueError('line %d has %d values for %d fields: %r'
-                             % (number + 1, len(cells), len(fields), lines[number]))
-        if number == 0 and _looks_like_header(cells, fields):
-            continue
-        rows.append(dict((field, _csv_value(field, cell)) for field, cell in zip(fields, cells)))
-    return rows
+# The failure classifier and the record's CSV reader and converters live in
+# their own files; they are part of this module's public interface too.
+__all__ = ['Failure', 'classify_failure', 'normalize_pci_bus_id', 'normalize_value', 'parse_gpu_list',
+           'parse_nvlink_status', 'parse_query_csv', 'parse_topology', 'parse_xml', 'to_number']
 
 
 # --------------------------------------------------------------------------- XML
@@ -166,31 +63,33 @@ def _text(elem, path):
     return normalize_value(found.text)
 
 
-def _first(elem, *paths):
+def _first(convert, elem, *paths):
+    """``convert`` applied to the first of ``paths`` that holds a value; the XML of each branch names some differently."""
     for path in paths:
-        value = _text(elem, path)
+        value = convert(_text(elem, path))
         if value is not None:
             return value
     return None
 
 
-def _num(elem, *paths):
-    for path in paths:
-        value = to_number(_text(elem, path))
-        if value is not None:
-            return value
-    return None
+def _int(elem, *paths):
+    return _first(to_int, elem, *paths)
 
 
-def _yes_no(value):
-    if value is None:
-        return None
-    lowered = value.lower()
-    if lowered in ('yes', 'true', 'enabled', 'active'):
-        return True
-    if lowered in ('no', 'false', 'disabled', 'not active'):
-        return False
-    return None
+def _float(elem, *paths):
+    return _first(to_float, elem, *paths)
+
+
+def _bool(elem, *paths):
+    return _first(to_bool_mode, elem, *paths)
+
+
+def _reading(text):
+    # Counter sections mix numbers with flags (R550 sram_threshold_exceeded: No).
+    number = to_number(text)
+    if number is not None or normalize_value(text) is None:
+        return number
+    return to_bool_mode(text)
 
 
 def _counters(elem):
@@ -203,8 +102,13 @@ def _counters(elem):
             for key, value in _counters(child).items():
                 result['%s_%s' % (child.tag, key)] = value
         else:
-            result[child.tag] = to_number(child.text)
+            result[child.tag] = _reading(child.text)
     return result
+
+
+def _total(counters, keys):
+    values = [counters[k] for k in keys if counters.get(k) is not None and not isinstance(counters[k], bool)]
+    return sum(values) if values else None
 
 
 def _uncorrectable_total(counters):
@@ -212,20 +116,14 @@ def _uncorrectable_total(counters):
     # parity/secded); older drivers count double-bit errors per location plus
     # a total. Sum whichever scheme the driver used.
     if 'double_bit_total' in counters:
-        keys = ['double_bit_total']
-    else:
-        keys = [k for k in counters if 'uncorrectable' in k and not k.startswith('sram_threshold')]
-    values = [counters[k] for k in keys if counters.get(k) is not None]
-    return sum(values) if values else None
+        return _total(counters, ['double_bit_total'])
+    return _total(counters, [k for k in counters if 'uncorrectable' in k and not k.startswith('sram_threshold')])
 
 
 def _correctable_total(counters):
     if 'single_bit_total' in counters:
-        keys = ['single_bit_total']
-    else:
-        keys = [k for k in counters if k.endswith('_correctable') and 'uncorrectable' not in k]
-    values = [counters[k] for k in keys if counters.get(k) is not None]
-    return sum(values) if values else None
+        return _total(counters, ['single_bit_total'])
+    return _total(counters, [k for k in counters if k.endswith('_correctable') and 'uncorrectable' not in k])
 
 
 def _ecc(gpu):
@@ -247,9 +145,9 @@ def _retired_pages(gpu):
     if node is None:
         return None
     return {
-        'single_bit_ecc': _num(node, 'multiple_single_bit_retirement/retired_count'),
-        'double_bit_ecc': _num(node, 'double_bit_retirement/retired_count'),
-        'pending': _yes_no(_first(node, 'pending_retirement', 'pending_blacklist')),
+        'single_bit_ecc': _int(node, 'multiple_single_bit_retirement/retired_count'),
+        'double_bit_ecc': _int(node, 'double_bit_retirement/retired_count'),
+        'pending': _bool(node, 'pending_retirement', 'pending_blacklist'),
     }
 
 
@@ -259,10 +157,10 @@ def _remapped_rows(gpu):
     if node is None or not len(node):
         return None
     return {
-        'correctable': _num(node, 'remapped_row_corr'),
-        'uncorrectable': _num(node, 'remapped_row_unc'),
-        'pending': _yes_no(_text(node, 'remapped_row_pending')),
-        'failure': _yes_no(_text(node, 'remapped_row_failure')),
+        'correctable': _int(node, 'remapped_row_corr'),
+        'uncorrectable': _int(node, 'remapped_row_unc'),
+        'pending': _bool(node, 'remapped_row_pending'),
+        'failure': _bool(node, 'remapped_row_failure'),
     }
 
 
@@ -273,18 +171,14 @@ def _throttle_reasons(gpu):
         node = gpu.find(tag)
         if node is not None:
             return dict((child.tag[len(prefix):] if child.tag.startswith(prefix) else child.tag,
-                         _yes_no(normalize_value(child.text))) for child in node)
+                         to_bool_mode(child.text)) for child in node if not len(child))
     return {}
 
 
 def _clocks(node, names=('graphics', 'sm', 'mem', 'video')):
     if node is None:
         return {}
-    result = {}
-    for name in names:
-        value = to_number(_text(node, '%s_clock' % name))
-        result['memory' if name == 'mem' else name] = value
-    return result
+    return dict(('memory' if name == 'mem' else name, _int(node, '%s_clock' % name)) for name in names)
 
 
 def _supported_clocks(gpu):
@@ -293,9 +187,8 @@ def _supported_clocks(gpu):
     if node is None:
         return result
     for mem in node.findall('supported_mem_clock'):
-        memory = to_number(_text(mem, 'value'))
-        graphics = [to_number(g.text) for g in mem.findall('supported_graphics_clock')]
-        result.append({'memory_mhz': memory, 'graphics_mhz': [g for g in graphics if g is not None]})
+        graphics = [to_int(g.text) for g in mem.findall('supported_graphics_clock')]
+        result.append({'memory_mhz': _int(mem, 'value'), 'graphics_mhz': [g for g in graphics if g is not None]})
     return result
 
 
@@ -308,14 +201,15 @@ def _power(gpu):
     if node is None:
         return {}
     return {
-        'draw_w': _num(node, 'power_draw', 'instant_power_draw', 'average_power_draw'),
-        'draw_average_w': _num(node, 'average_power_draw'),
-        'limit_w': _num(node, 'current_power_limit', 'power_limit'),
-        'limit_enforced_w': _num(node, 'enforced_power_limit', 'current_power_limit'),
-        'limit_requested_w': _num(node, 'requested_power_limit', 'power_limit'),
-        'limit_default_w': _num(node, 'default_power_limit'),
-        'limit_min_w': _num(node, 'min_power_limit'),
-        'limit_max_w': _num(node, 'max_power_limit'),
+        'draw_w': _float(node, 'power_draw', 'instant_power_draw', 'average_power_draw'),
+        'draw_average_w': _float(node, 'average_power_draw'),
+        'draw_instant_w': _float(node, 'instant_power_draw'),
+        'limit_w': _float(node, 'current_power_limit', 'power_limit'),
+        'limit_enforced_w': _float(node, 'enforced_power_limit', 'current_power_limit'),
+        'limit_requested_w': _float(node, 'requested_power_limit', 'power_limit'),
+        'limit_default_w': _float(node, 'default_power_limit'),
+        'limit_min_w': _float(node, 'min_power_limit'),
+        'limit_max_w': _float(node, 'max_power_limit'),
     }
 
 
@@ -323,31 +217,32 @@ def _pcie(gpu):
     pci = gpu.find('pci')
     link = pci.find('pci_gpu_link_info') if pci is not None else None
     return {
-        'link_gen_current': _num(link, 'pcie_gen/current_link_gen'),
-        'link_gen_max': _num(link, 'pcie_gen/max_link_gen'),
-        'link_gen_device_max': _num(link, 'pcie_gen/max_device_link_gen'),
-        'link_gen_host_max': _num(link, 'pcie_gen/max_host_link_gen'),
-        'link_width_current': _num(link, 'link_widths/current_link_width'),
-        'link_width_max': _num(link, 'link_widths/max_link_width'),
-        'replay_counter': _num(pci, 'replay_counter'),
+        'link_gen_current': _int(link, 'pcie_gen/current_link_gen'),
+        'link_gen_max': _int(link, 'pcie_gen/max_link_gen'),
+        'link_gen_device_current': _int(link, 'pcie_gen/device_current_link_gen'),
+        'link_gen_device_max': _int(link, 'pcie_gen/max_device_link_gen'),
+        'link_gen_host_max': _int(link, 'pcie_gen/max_host_link_gen'),
+        'link_width_current': _int(link, 'link_widths/current_link_width'),
+        'link_width_max': _int(link, 'link_widths/max_link_width'),
+        'replay_counter': _int(pci, 'replay_counter'),
     }
 
 
 def _temperature(gpu):
     node = gpu.find('temperature')
     return {
-        'gpu_c': _num(node, 'gpu_temp'),
-        'memory_c': _num(node, 'memory_temp'),
-        'slowdown_c': _num(node, 'gpu_temp_slow_threshold'),
-        'shutdown_c': _num(node, 'gpu_temp_max_threshold'),
-        'max_operating_c': _num(node, 'gpu_temp_max_gpu_threshold'),
-        'memory_max_c': _num(node, 'gpu_temp_max_mem_threshold'),
+        'gpu_c': _int(node, 'gpu_temp'),
+        'memory_c': _int(node, 'memory_temp'),
+        'slowdown_c': _int(node, 'gpu_temp_slow_threshold'),
+        'shutdown_c': _int(node, 'gpu_temp_max_threshold'),
+        'max_operating_c': _int(node, 'gpu_temp_max_gpu_threshold'),
+        'memory_max_c': _int(node, 'gpu_temp_max_mem_threshold'),
         # R560+ on some GPUs report headroom to the thermal limit instead of
         # absolute thresholds: tlimit is the current margin, the *_tlimit_*
         # thresholds are margins at which slowdown/shutdown start.
-        'tlimit_c': _num(node, 'gpu_temp_tlimit'),
-        'slowdown_tlimit_c': _num(node, 'gpu_temp_slow_tlimit_threshold'),
-        'shutdown_tlimit_c': _num(node, 'gpu_temp_max_tlimit_threshold'),
+        'tlimit_c': _int(node, 'gpu_temp_tlimit'),
+        'slowdown_tlimit_c': _int(node, 'gpu_temp_slow_tlimit_threshold'),
+        'shutdown_tlimit_c': _int(node, 'gpu_temp_max_tlimit_threshold'),
     }
 
 
@@ -359,16 +254,16 @@ def _mig_devices(gpu):
     for dev in node.findall('mig_device'):
         shared = dev.find('device_attributes/shared')
         devices.append({
-            'index': _num(dev, 'index'),
-            'gpu_instance_id': _num(dev, 'gpu_instance_id'),
-            'compute_instance_id': _num(dev, 'compute_instance_id'),
-            'memory_total_mib': _num(dev, 'fb_memory_usage/total'),
-            'memory_used_mib': _num(dev, 'fb_memory_usage/used'),
-            'multiprocessor_count': _num(shared, 'multiprocessor_count'),
-            'copy_engine_count': _num(shared, 'copy_engine_count'),
-            'encoder_count': _num(shared, 'encoder_count'),
-            'decoder_count': _num(shared, 'decoder_count'),
-            'volatile_uncorrectable_sram': _num(dev, 'ecc_error_count/volatile_count/sram_uncorrectable'),
+            'index': _int(dev, 'index'),
+            'gpu_instance_id': _int(dev, 'gpu_instance_id'),
+            'compute_instance_id': _int(dev, 'compute_instance_id'),
+            'memory_total_mib': _int(dev, 'fb_memory_usage/total'),
+            'memory_used_mib': _int(dev, 'fb_memory_usage/used'),
+            'multiprocessor_count': _int(shared, 'multiprocessor_count'),
+            'copy_engine_count': _int(shared, 'copy_engine_count'),
+            'encoder_count': _int(shared, 'encoder_count'),
+            'decoder_count': _int(shared, 'decoder_count'),
+            'volatile_uncorrectable_sram': _int(dev, 'ecc_error_count/volatile_count/sram_uncorrectable'),
         })
     return devices
 
@@ -380,53 +275,85 @@ def _processes(gpu):
         return result
     for proc in node.findall('process_info'):
         result.append({
-            'pid': _num(proc, 'pid'),
+            'pid': _int(proc, 'pid'),
             'type': _text(proc, 'type'),
             'name': _text(proc, 'process_name'),
-            'used_memory_mib': _num(proc, 'used_memory'),
-            'gpu_instance_id': _num(proc, 'gpu_instance_id'),
-            'compute_instance_id': _num(proc, 'compute_instance_id'),
+            'used_memory_mib': _int(proc, 'used_memory'),
+            'gpu_instance_id': _int(proc, 'gpu_instance_id'),
+            'compute_instance_id': _int(proc, 'compute_instance_id'),
         })
     return result
 
 
-def _gpu(index, gpu):
-    throttle = _throttle_reasons(gpu)
+def _identity(gpu):
     return {
-        'index': index,
         'name': _text(gpu, 'product_name'),
         'brand': _text(gpu, 'product_brand'),
         'architecture': _text(gpu, 'product_architecture'),
         'uuid': _text(gpu, 'uuid'),
         'serial': _text(gpu, 'serial'),
-        'pci_bus_id': _first(gpu, 'pci/pci_bus_id') or normalize_value(gpu.get('id')),
+        'pci_bus_id': _first(to_pci_bus_id, gpu, 'pci/pci_bus_id') or to_pci_bus_id(gpu.get('id')),
         'pci_device_id': _text(gpu, 'pci/pci_device_id'),
         'pci_sub_system_id': _text(gpu, 'pci/pci_sub_system_id'),
-        'minor_number': _num(gpu, 'minor_number'),
-        'module_id': _num(gpu, 'gpu_module_id', 'platformInfo/module_id'),
+        'minor_number': _int(gpu, 'minor_number'),
+        'module_id': _int(gpu, 'gpu_module_id', 'platformInfo/module_id'),
         'vbios_version': _text(gpu, 'vbios_version'),
         'board_part_number': _text(gpu, 'board_part_number'),
         'gpu_part_number': _text(gpu, 'gpu_part_number'),
         'inforom_image_version': _text(gpu, 'inforom_version/img_version'),
+        'inforom_oem_version': _text(gpu, 'inforom_version/oem_object'),
+        'inforom_ecc_version': _text(gpu, 'inforom_version/ecc_object'),
+        'inforom_power_version': _text(gpu, 'inforom_version/pwr_object'),
         'gsp_firmware_version': _text(gpu, 'gsp_firmware_version'),
         'virtualization_mode': _text(gpu, 'gpu_virtualization_mode/virtualization_mode'),
-        'persistence_mode': _text(gpu, 'persistence_mode'),
+    }
+
+
+def _modes(gpu):
+    return {
+        'persistence_mode': _bool(gpu, 'persistence_mode'),
+        'display_mode': _bool(gpu, 'display_mode'),
+        'display_active': _bool(gpu, 'display_active'),
+        'display_attached': _bool(gpu, 'display_attached'),
+        'accounting_mode': _bool(gpu, 'accounting_mode'),
+        'multigpu_board': _bool(gpu, 'multigpu_board'),
+        'addressing_mode': _text(gpu, 'addressing_mode'),
+        'c2c_mode': _bool(gpu, 'c2c_mode'),
+        'dram_encryption_mode_current': _bool(gpu, 'dram_encryption_mode/current_dram_encryption'),
+        'dram_encryption_mode_pending': _bool(gpu, 'dram_encryption_mode/pending_dram_encryption'),
         'compute_mode': _text(gpu, 'compute_mode'),
         'performance_state': _text(gpu, 'performance_state'),
-        'mig_mode_current': _text(gpu, 'mig_mode/current_mig'),
-        'mig_mode_pending': _text(gpu, 'mig_mode/pending_mig'),
-        'ecc_mode_current': _text(gpu, 'ecc_mode/current_ecc'),
-        'ecc_mode_pending': _text(gpu, 'ecc_mode/pending_ecc'),
-        'reset_required': _yes_no(_text(gpu, 'gpu_reset_status/reset_required')),
-        'drain_and_reset_recommended': _yes_no(_text(gpu, 'gpu_reset_status/drain_and_reset_recommended')),
+        'mig_mode_current': _bool(gpu, 'mig_mode/current_mig'),
+        'mig_mode_pending': _bool(gpu, 'mig_mode/pending_mig'),
+        'ecc_mode_current': _bool(gpu, 'ecc_mode/current_ecc'),
+        'ecc_mode_pending': _bool(gpu, 'ecc_mode/pending_ecc'),
+        'reset_required': _bool(gpu, 'gpu_reset_status/reset_required'),
+        'drain_and_reset_recommended': _bool(gpu, 'gpu_reset_status/drain_and_reset_recommended'),
         'recovery_action': _text(gpu, 'gpu_recovery_action'),
-        'memory_total_mib': _num(gpu, 'fb_memory_usage/total'),
-        'memory_used_mib': _num(gpu, 'fb_memory_usage/used'),
-        'memory_free_mib': _num(gpu, 'fb_memory_usage/free'),
-        'memory_reserved_mib': _num(gpu, 'fb_memory_usage/reserved'),
-        'utilization_gpu_percent': _num(gpu, 'utilization/gpu_util'),
-        'utilization_memory_percent': _num(gpu, 'utilization/memory_util'),
-        'fan_speed_percent': _num(gpu, 'fan_speed'),
+    }
+
+
+def _usage(gpu):
+    usage = {
+        'memory_total_mib': _int(gpu, 'fb_memory_usage/total'),
+        'memory_used_mib': _int(gpu, 'fb_memory_usage/used'),
+        'memory_free_mib': _int(gpu, 'fb_memory_usage/free'),
+        'memory_reserved_mib': _int(gpu, 'fb_memory_usage/reserved'),
+        'fan_speed_percent': _int(gpu, 'fan_speed'),
+    }
+    for engine in ('gpu', 'memory', 'encoder', 'decoder', 'jpeg', 'ofa'):
+        usage['utilization_%s_percent' % engine] = _int(gpu, 'utilization/%s_util' % engine)
+    return usage
+
+
+def _gpu(index, gpu):
+    """One ``<gpu>`` element as the record of ``gpu_record.GPU_RECORD``."""
+    throttle = _throttle_reasons(gpu)
+    record = {'index': index}
+    record.update(_identity(gpu))
+    record.update(_modes(gpu))
+    record.update(_usage(gpu))
+    record.update({
         'temperature': _temperature(gpu),
         'power': _power(gpu),
         'clocks': _clocks(gpu.find('clocks')),
@@ -442,7 +369,8 @@ def _gpu(index, gpu):
         'remapped_rows': _remapped_rows(gpu),
         'mig_devices': _mig_devices(gpu),
         'processes': _processes(gpu),
-    }
+    })
+    return record
 
 
 def parse_xml(text):
@@ -450,8 +378,9 @@ def parse_xml(text):
 
     Returns ``{"driver_version", "cuda_version", "attached_gpus", "timestamp",
     "gpus", "warnings"}``. ``gpus`` are in nvidia-smi index order (the order
-    ``-q`` lists them in), each with the keys built by ``_gpu``. Text printed
-    before the XML document (``WARNING:`` lines) is returned in ``warnings``.
+    ``-q`` lists them in), each a record of ``gpu_record.GPU_RECORD``. Text
+    printed before the XML document (``WARNING:`` lines) is returned in
+    ``warnings``.
 
     The DOCTYPE line is dropped before parsing and any entity declaration is
     refused, so no external entity or DTD is ever resolved.
@@ -474,7 +403,7 @@ def parse_xml(text):
         'timestamp': _text(root, 'timestamp'),
         'driver_version': _text(root, 'driver_version'),
         'cuda_version': _text(root, 'cuda_version'),
-        'attached_gpus': _num(root, 'attached_gpus'),
+        'attached_gpus': _int(root, 'attached_gpus'),
         'gpus': [_gpu(index, gpu) for index, gpu in enumerate(root.findall('gpu'))],
         'warnings': warnings,
     }
@@ -514,66 +443,80 @@ def parse_gpu_list(text):
 
 # ------------------------------------------------------------------ topo -m
 
+# The header is printed underlined on a terminal and in captures of one:
+# ESC[4m ... ESC[0m around the line.
+_ANSI_ESCAPE = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
 _AFFINITY_COLUMNS = (('CPU Affinity', 'cpu_affinity'), ('NUMA Affinity', 'numa_affinity'),
                      ('GPU NUMA ID', 'gpu_numa_id'))
 _LINK_CODE = re.compile(r'^(X|SYS|NODE|PHB|PXB|PIX|NV\d+|SOC|PSB|N/A)$')
+_NIC_LEGEND = re.compile(r'^\s*(NIC\d+)\s*:\s*(\S+)\s*$')
+
+
+def _topology_header(lines):
+    for number, line in enumerate(lines):
+        tokens = line.split()
+        # The header row starts with blank space where rows start with their name.
+        if 'GPU0' in tokens and (line[:1].isspace() or tokens[0] != 'GPU0'):
+            return number
+    raise ValueError('no GPU0 column header in nvidia-smi topo -m output')
+
+
+def _header_columns(header):
+    """Device column names, and the affinity keys in the order the header prints them."""
+    # Affinity labels hold spaces, device names do not: cut the header at the
+    # first label, then split the device part on tabs and spaces alike.
+    found = sorted((header.find(label), key) for label, key in _AFFINITY_COLUMNS if label in header)
+    cut = found[0][0] if found else len(header)
+    return header[:cut].split(), [key for _position, key in found]
+
+
+def _topology_row(line, devices, affinity_keys):
+    # Cells are tab separated with padding (" X ", and an empty cell after
+    # NUMA Affinity on R5xx); no value holds white space, so split on it.
+    tokens = line.split()
+    if tokens[0] not in devices:
+        raise ValueError('unexpected row in nvidia-smi topo -m output: %r' % line)
+    codes = tokens[1:1 + len(devices)]
+    if len(codes) != len(devices) or not all(_LINK_CODE.match(c) for c in codes):
+        raise ValueError('malformed link row in nvidia-smi topo -m output: %r' % line)
+    row = {'name': tokens[0], 'links': dict(zip(devices, codes))}
+    rest = [normalize_value(v) for v in tokens[1 + len(devices):]]
+    for position, key in enumerate(affinity_keys):
+        row[key] = rest[position] if position < len(rest) else None
+    return row
 
 
 def parse_topology(text):
-    """Parse ``nvidia-smi topo -m`` (``--matrix``).
+    """Parse ``nvidia-smi topo -m`` (``--matrix``), as the terminal bytes or a plain capture.
 
     Returns ``{"devices": [...column names...], "gpus": [{"index", "name",
     "links": {"GPU1": "NV12", "NIC0": "PIX", ...}, "cpu_affinity",
     "numa_affinity", "gpu_numa_id"}], "nics": [{"name", "device", "links"}]}``.
-    The link to itself is ``X``; ``N/A`` affinities become ``None``.
+    The link to itself is ``X``; ``N/A`` affinities become ``None``. The CPU
+    affinity stays the text nvidia-smi prints (``0-47,96-143``);
+    ``gpu_record.expand_cpu_list`` turns it into CPU ids.
     """
-    lines = (text or '').splitlines()
-    header_at = None
-    for number, line in enumerate(lines):
-        # The header row starts with blank space where rows start with their name.
-        if 'GPU0' in line.split() and (line[:1].isspace() or line.split()[0] != 'GPU0'):
-            header_at = number
-            break
-    if header_at is None:
-        raise ValueError('no GPU0 column header in nvidia-smi topo -m output')
-    header = lines[header_at]
-    cut = len(header)
-    for label, _key in _AFFINITY_COLUMNS:
-        pos = header.find(label)
-        if 0 <= pos < cut:
-            cut = pos
-    devices = header[:cut].split()
-    affinity_keys = [key for label, key in _AFFINITY_COLUMNS if label in header]
+    lines = [_ANSI_ESCAPE.sub('', line) for line in (text or '').splitlines()]
+    header_at = _topology_header(lines)
+    devices, affinity_keys = _header_columns(lines[header_at])
     gpus, nics = [], []
-    nic_names = {}
     for line in lines[header_at + 1:]:
-        tokens = line.split()
-        if not tokens:
+        if not line.strip():
             continue
-        if tokens[0] == 'Legend:':
+        if line.split()[0] in ('Legend:', 'NIC'):
             break
-        if tokens[0] not in devices:
-            raise ValueError('unexpected row in nvidia-smi topo -m output: %r' % line)
-        codes = tokens[1:1 + len(devices)]
-        if len(codes) != len(devices) or not all(_LINK_CODE.match(c) for c in codes):
-            raise ValueError('malformed link row in nvidia-smi topo -m output: %r' % line)
-        links = dict(zip(devices, codes))
-        rest = [normalize_value(v) for v in tokens[1 + len(devices):]]
-        if tokens[0].startswith('GPU'):
-            entry = {'index': int(tokens[0][3:]) if tokens[0][3:].isdigit() else None, 'name': tokens[0],
-                     'links': links, 'cpu_affinity': None, 'numa_affinity': None, 'gpu_numa_id': None}
-            for pos, key in enumerate(affinity_keys):
-                entry[key] = rest[pos] if pos < len(rest) else None
-            gpus.append(entry)
+        row = _topology_row(line, devices, affinity_keys)
+        if row['name'].startswith('GPU'):
+            suffix = row['name'][3:]
+            gpus.append(dict({'index': int(suffix) if suffix.isdigit() else None, 'cpu_affinity': None,
+                              'numa_affinity': None, 'gpu_numa_id': None}, **row))
         else:
-            nics.append({'name': tokens[0], 'device': None, 'links': links})
-    # "NIC Legend:" maps NICn column names to the RDMA device (mlx5_0, ...).
-    for line in lines:
-        match = re.match(r'^\s*(NIC\d+):\s*(\S+)\s*$', line)
-        if match:
-            nic_names[match.group(1)] = match.group(2)
+            nics.append({'name': row['name'], 'device': None, 'links': row['links']})
+    # "NIC Legend:" maps NICn column names to the RDMA device (mlx5_0, ...);
+    # drivers before it named the columns after the devices themselves.
+    legend = dict(match.groups() for match in (_NIC_LEGEND.match(line) for line in lines) if match)
     for nic in nics:
-        nic['device'] = nic_names.get(nic['name'], nic['name'] if not nic['name'].startswith('NIC') else None)
+        nic['device'] = legend.get(nic['name'], None if nic['name'].startswith('NIC') else nic['name'])
     gpu_columns = [d for d in devices if d.startswith('GPU')]
     if not gpus or [g['name'] for g in gpus] != gpu_columns:
         # A matrix cut short (a hang killed by the timeout) must not pass for a smaller host.
@@ -586,14 +529,23 @@ def parse_topology(text):
 
 _NVLINK_GPU = re.compile(r'^GPU\s+(?P<index>\d+):\s*(?P<name>.*?)\s*(?:\(UUID:\s*(?P<uuid>[^)]+?)\s*\))?\s*$')
 _NVLINK_LINK = re.compile(r'^\s+Link\s+(?P<link>\d+):\s*(?P<state>.+?)\s*$')
+# What nvidia-smi prints under a GPU instead of links, flush left on current
+# drivers: "NVML: Unable to retrieve NVLink information as all links are
+# inActive", "Nvlink queries are not supported for Devices in MIG mode",
+# "Device does not have or support Nvlink".
+_NVLINK_NOTE = re.compile(r'nvlink', re.I)
+_NVLINK_UNKNOWN = re.compile(r'not supported|does not have', re.I)
 
 
 def parse_nvlink_status(text):
     """Parse ``nvidia-smi nvlink -s``: per GPU, each link's state and speed.
 
     Returns ``[{"index", "name", "uuid", "links": [{"link", "active",
-    "speed_gbps"}]}]``; an inactive link has ``active: false`` and no speed.
-    GPUs without NVLink have an empty ``links`` list.
+    "speed_gbps"}], "note", "links_known"}]``; an inactive link has ``active:
+    false`` and no speed. ``note`` is what nvidia-smi printed instead of links
+    (or ``None``). ``links_known`` is false where it says it cannot tell (MIG
+    mode, a GPU without NVLink): an empty ``links`` list then says nothing
+    about links being down, while "all links are inactive" does.
     """
     gpus = []
     for line in (text or '').splitlines():
@@ -602,7 +554,7 @@ def parse_nvlink_status(text):
         match = _NVLINK_GPU.match(line)
         if match:
             gpus.append({'index': int(match.group('index')), 'name': match.group('name'),
-                         'uuid': match.group('uuid'), 'links': []})
+                         'uuid': match.group('uuid'), 'links': [], 'note': None, 'links_known': True})
             continue
         match = _NVLINK_LINK.match(line)
         if match and gpus:
@@ -614,9 +566,9 @@ def parse_nvlink_status(text):
                 'speed_gbps': float(speed.group(1)) if speed else None,
             })
             continue
-        if gpus and line[:1].isspace():
-            # Per-GPU notes such as "NVML: Unable to retrieve NVLink
-            # information as all links are inActive" mean no active link.
+        if gpus and (line[:1].isspace() or _NVLINK_NOTE.search(line)):
+            gpus[-1]['note'] = line.strip()
+            gpus[-1]['links_known'] = not _NVLINK_UNKNOWN.search(line)
             continue
         raise ValueError('unexpected line in nvidia-smi nvlink -s output: %r' % line)
     return gpus

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Classify a failed ``nvidia-smi`` run into a reason code and an operator hint.
+"""Classify a failed ``nvidia-smi`` run into a reason code, an operator hint and the GPU it names.
 
 Exit codes follow the RETURN VALUE section of the nvidia-smi man page. Message
 texts are matched before exit codes because the same failure exits differently
@@ -17,7 +17,13 @@ __metaclass__ = type
 import collections
 import re
 
-Failure = collections.namedtuple('Failure', ['reason', 'hint'])
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import (
+    PCI_ADDRESS_IN_TEXT,
+    normalize_pci_bus_id,
+)
+
+# pci_bus_id: the normalised PCI bus id of the GPU the message names, else None.
+Failure = collections.namedtuple('Failure', ['reason', 'hint', 'pci_bus_id'])
 
 TIMEOUT_RC = 124
 NOT_EXECUTABLE_RC = 126
@@ -54,6 +60,14 @@ HINTS = {
     'gpu_lost':
         'A GPU has fallen off the bus and stays unusable until the node reboots. Drain the node, look for '
         'Xid 79 in the kernel log and reboot; if it repeats, check power, cooling and the PCIe slot.',
+    'gpu_requires_reset':
+        'A GPU needs a reset before the driver can use it again (after an uncorrectable error or a recovery '
+        'the driver started). Drain the node, stop the processes on that GPU and reset it (nvidia-smi -r -i '
+        '<bus id>) or reboot; check the kernel log for the Xid that caused it.',
+    'gpu_unreadable':
+        'The driver lists a GPU it cannot open (nvidia-smi could not get its device handle). Drain the node and '
+        'check the kernel log for Xid and RmInitAdapter messages about that PCI bus id; a reboot usually '
+        'brings it back, a repeat means a hardware case.',
     'no_devices':
         'The driver is loaded but sees no NVIDIA GPU. Check that the GPUs are on the PCI bus '
         '(lspci -d 10de:), passed through to this VM, and not bound to another driver such as vfio-pci.',
@@ -91,15 +105,26 @@ _TEXT_RULES = (
     ('insufficient_permissions', re.compile(r'Insufficient Permissions', re.I)),
     ('inforom_corrupted', re.compile(r'infoROM is corrupted', re.I)),
     ('gpu_lost', re.compile(r'GPU is lost|fallen off the bus', re.I)),
+    ('gpu_requires_reset', re.compile(r'GPU requires reset', re.I)),
     ('no_devices', re.compile(r'No devices were found', re.I)),
+    # Exit 255 on some branches (Windows 591: "ERROR: Option -m is missing its value").
+    ('invalid_argument', re.compile(r'^ERROR: Option .* is missing its value|is not a valid field to query|'
+                                    r'Invalid combination of input arguments', re.I | re.M)),
     ('nvml_unknown_error', re.compile(r'Failed to initialize NVML: Unknown Error', re.I)),
+    # "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error"
+    # and other reasons the rules above do not name.
+    ('gpu_unreadable', re.compile(r'Unable to determine the device handle for', re.I)),
 )
+
+# nvidia-smi names a GPU in messages glued to "GPU" or not: "GPU0000:07:00.0",
+# "GPU 00000000:04:00.0", "at gpu 0000:02:00.0".
+_PCI_IN_TEXT = re.compile(r'(?<![0-9a-f:])(%s)(?![0-9a-f:])' % PCI_ADDRESS_IN_TEXT, re.I)
 
 # Failures that nvidia-smi reports while still exiting 0 on some branches, or
 # that no caller should ever treat as a usable result.
 _FATAL_EVEN_WITH_RC_0 = frozenset((
     'version_mismatch', 'nvml_missing', 'driver_not_loaded', 'inforom_corrupted', 'gpu_lost', 'no_devices',
-    'nvml_unknown_error',
+    'nvml_unknown_error', 'gpu_requires_reset', 'gpu_unreadable',
 ))
 
 _REASON_BY_RC = {
@@ -121,18 +146,31 @@ _REASON_BY_RC = {
 }
 
 
+def _named_gpu(text, match):
+    """The PCI bus id on the line of ``match``, normalised, or None."""
+    start = text.rfind('\n', 0, match.start()) + 1
+    end = text.find('\n', match.end())
+    found = _PCI_IN_TEXT.search(text[start:end if end >= 0 else len(text)])
+    return normalize_pci_bus_id(found.group(1)) if found else None
+
+
 def classify_failure(rc, stdout, stderr):
-    """Return ``Failure(reason, hint)`` for the result of an nvidia-smi run.
+    """Return ``Failure(reason, hint, pci_bus_id)`` for the result of an nvidia-smi run.
 
     ``reason`` is ``None`` (and ``hint`` too) only when ``rc`` is 0 and the
     output carries no known failure message. Any other non-zero exit yields at
-    least ``unknown``.
+    least ``unknown``. ``pci_bus_id`` is the GPU the matched message names
+    (``Unable to determine the device handle for GPU0000:07:00.0: ...``,
+    ``infoROM is corrupted at gpu 0000:02:00.0``), normalised, else ``None``.
     """
     text = '%s\n%s' % (stdout or '', stderr or '')
     for reason, pattern in _TEXT_RULES:
-        if pattern.search(text) and (rc != 0 or reason in _FATAL_EVEN_WITH_RC_0):
-            return Failure(reason, HINTS[reason])
+        match = pattern.search(text)
+        if match and (rc != 0 or reason in _FATAL_EVEN_WITH_RC_0):
+            return Failure(reason, HINTS[reason], _named_gpu(text, match))
     if rc == 0:
-        return Failure(None, None)
+        return Failure(None, None, None)
     reason = _REASON_BY_RC.get(rc, 'unknown')
-    return Failure(reason, HINTS[reason])
+    # "... is not supported for GPU 00000000:01:00.0." names the GPU too.
+    found = _PCI_IN_TEXT.search(text)
+    return Failure(reason, HINTS[reason], normalize_pci_bus_id(found.group(1)) if found else None)

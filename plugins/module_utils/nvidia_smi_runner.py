@@ -127,5 +127,5 @@ def fail_from_result(module, rc, stdout, stderr, cmd, **extra):
     reason, hint = failure.reason, failure.hint
     if reason is None:
         reason, hint = 'unknown', 'nvidia-smi exited %s but its output was not usable' % rc
-    module.fail_json(msg=hint, reason=reason, cmd=format_command(cmd), rc=rc, stdout=stdout, stderr=stderr,
-                     **extra)
+    module.fail_json(msg=hint, reason=reason, pci_bus_id=failure.pci_bus_id, cmd=format_command(cmd), rc=rc,
+                     stdout=stdout, stderr=stderr, **extra)

@@ -5,15 +5,20 @@
 
 """State, GPU selection, validation and planning for the ``nvidia_smi`` settings module.
 
-Pure functions over rows from ``parse_query_csv``; nothing here runs a command.
+Pure functions over GPU records (``gpu_record``) read with one ``--query-gpu``
+call; nothing here runs a command.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import copy
 import re
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import parse_query_csv
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import (
+    normalize_pci_bus_id,
+    parse_query_csv,
+)
 
 # One --query-gpu call reads everything the settings need.
 QUERY_FIELDS = (
@@ -46,75 +51,21 @@ COMPUTE_MODE_ARGS = {
 # GPUs store the power limit with their own rounding; closer than this is "equal".
 POWER_LIMIT_TOLERANCE_W = 0.5
 
-_PCI_RE = re.compile(r'^(?:(?P<domain>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<dev>[0-9a-f]{1,2})\.(?P<fn>[0-7])$',
-                     re.I)
-
 
 class SettingsError(ValueError):
     """A request that cannot be applied as given."""
 
 
-def _mode(value):
-    """``Enabled``/``Disabled`` -> bool; ``None`` (N/A) stays ``None``."""
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if text == 'enabled':
-        return True
-    if text == 'disabled':
-        return False
-    raise ValueError('unexpected mode value %r' % (value,))
-
-
-def _number(value, kind):
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ValueError('unexpected value %r' % (value,))
-    if isinstance(value, (int, float)):
-        return kind(value)
-    text = re.sub(r'\s*(W|MHz)$', '', str(value).strip())
-    return kind(float(text))
-
-
-def normalise_gpu(row):
-    """Turn one ``parse_query_csv`` row of ``QUERY_FIELDS`` into the module's GPU dict."""
-    index = row['index']
-    if index is None:
+def parse_gpus(text):
+    """GPU records from the output of the ``QUERY_FIELDS`` query; ``ValueError`` when it does not fit."""
+    gpus = parse_query_csv(text, QUERY_FIELDS)
+    if any(gpu['index'] is None for gpu in gpus):
         raise ValueError('a GPU line has no index')
-    return {
-        'index': _number(index, int),
-        'uuid': row['uuid'],
-        'pci_bus_id': row['pci.bus_id'],
-        'name': row['name'],
-        'persistence_mode': _mode(row['persistence_mode']),
-        'compute_mode': row['compute_mode'],
-        'power_limit': _number(row['power.limit'], float),
-        'power_min_limit': _number(row['power.min_limit'], float),
-        'power_max_limit': _number(row['power.max_limit'], float),
-        'application_clocks': {
-            'memory': _number(row['clocks.applications.memory'], int),
-            'graphics': _number(row['clocks.applications.graphics'], int),
-            'default_memory': _number(row['clocks.default_applications.memory'], int),
-            'default_graphics': _number(row['clocks.default_applications.graphics'], int),
-        },
-        'ecc_mode_current': _mode(row['ecc.mode.current']),
-        'ecc_mode_pending': _mode(row['ecc.mode.pending']),
-        'mig_mode_current': _mode(row['mig.mode.current']),
-        'mig_mode_pending': _mode(row['mig.mode.pending']),
-    }
+    return gpus
 
 
 def gpu_label(gpu):
     return 'GPU %s (%s, %s)' % (gpu['index'], gpu.get('name') or 'unknown model', gpu.get('pci_bus_id') or 'no bus id')
-
-
-def _pci_key(text):
-    match = _PCI_RE.match((text or '').strip())
-    if not match:
-        return None
-    return (int(match.group('domain') or '0', 16), int(match.group('bus'), 16),
-            int(match.group('dev'), 16), int(match.group('fn')))
 
 
 def resolve_selectors(gpus, selectors):
@@ -132,8 +83,8 @@ def resolve_selectors(gpus, selectors):
             matches = [g for g in gpus if g['index'] == int(text)]
         elif text.upper().startswith('GPU-'):
             matches = [g for g in gpus if (g['uuid'] or '').lower() == text.lower()]
-        elif _pci_key(text) is not None:
-            matches = [g for g in gpus if _pci_key(g['pci_bus_id']) == _pci_key(text)]
+        elif normalize_pci_bus_id(text) is not None:
+            matches = [g for g in gpus if normalize_pci_bus_id(g['pci_bus_id']) == normalize_pci_bus_id(text)]
         else:
             raise SettingsError('gpus: %r is neither a GPU index, a GPU UUID (GPU-...) nor a PCI bus id' % text)
         if not matches:
@@ -145,12 +96,9 @@ def resolve_selectors(gpus, selectors):
 
 def parse_supported_clocks(text):
     """``--query-supported-clocks=memory,graphics`` output -> list of ``(memory, graphics)`` MHz pairs."""
-    pairs = []
-    for row in parse_query_csv(text, ['memory', 'graphics']):
-        if row['memory'] is None or row['graphics'] is None:
-            continue
-        pairs.append((_number(row['memory'], int), _number(row['graphics'], int)))
-    return pairs
+    return [(row['memory_mhz'], row['graphics_mhz'])
+            for row in parse_query_csv(text, ['memory', 'graphics'], query='supported-clocks')
+            if row['memory_mhz'] is not None and row['graphics_mhz'] is not None]
 
 
 def _format_watts(value):
@@ -166,18 +114,8 @@ def _describe_clocks(pairs, memory):
     return 'supported memory clocks: %s' % ', '.join(str(m) for m in memories)
 
 
-def plan_gpu(gpu, wanted, supported_clocks=None):
-    """Validate ``wanted`` settings on one GPU and plan the setters.
-
-    Returns ``(plan, errors)``; ``plan`` has ``before``, ``after`` (predicted) and
-    ``commands`` (argument lists for nvidia-smi, in the order to run them).
-    """
-    label = gpu_label(gpu)
-    idx = str(gpu['index'])
-    after = dict(gpu, application_clocks=dict(gpu['application_clocks']))
-    commands = []
-    errors = []
-
+def _plan_modes(gpu, wanted, after, commands, errors):
+    label, idx = gpu_label(gpu), str(gpu['index'])
     if 'persistence_mode' in wanted:
         if gpu['persistence_mode'] is None:
             errors.append('%s does not report a persistence mode' % label)
@@ -201,43 +139,64 @@ def plan_gpu(gpu, wanted, supported_clocks=None):
             commands.append(['-i', idx, '-c', COMPUTE_MODE_ARGS[wanted['compute_mode']]])
             after['compute_mode'] = wanted['compute_mode']
 
-    if 'power_limit' in wanted:
-        limit = float(wanted['power_limit'])
-        low, high = gpu['power_min_limit'], gpu['power_max_limit']
-        if low is None or high is None or gpu['power_limit'] is None:
-            errors.append('%s does not report its power limits (power.min_limit/power.max_limit are N/A), so '
-                          'power_limit cannot be managed on it' % label)
-        elif not low <= limit <= high:
-            errors.append('power_limit %s W is outside the range %s accepts: %s-%s W'
-                          % (_format_watts(limit), label, _format_watts(low), _format_watts(high)))
-        elif abs(gpu['power_limit'] - limit) >= POWER_LIMIT_TOLERANCE_W:
-            commands.append(['-i', idx, '-pl', _format_watts(limit)])
-            after['power_limit'] = limit
 
-    if 'application_clocks' in wanted:
-        current = gpu['application_clocks']
-        request = wanted['application_clocks']
-        if current['memory'] is None or current['graphics'] is None:
-            errors.append('%s does not support application clocks' % label)
-        elif request == 'reset':
-            if current['default_memory'] is None or current['default_graphics'] is None:
-                errors.append('%s does not report default application clocks' % label)
-            elif (current['memory'], current['graphics']) != (current['default_memory'], current['default_graphics']):
-                commands.append(['-i', idx, '-rac'])
-                after['application_clocks'].update(memory=current['default_memory'],
-                                                   graphics=current['default_graphics'])
-        elif (current['memory'], current['graphics']) != (request['memory'], request['graphics']):
-            pairs = supported_clocks or []
-            if not pairs:
-                errors.append('%s lists no supported application clocks' % label)
-            elif (request['memory'], request['graphics']) not in pairs:
-                errors.append('application_clocks memory %d MHz, graphics %d MHz is not supported by %s; %s'
-                              % (request['memory'], request['graphics'], label,
-                                 _describe_clocks(pairs, request['memory'])))
-            else:
-                commands.append(['-i', idx, '-ac', '%d,%d' % (request['memory'], request['graphics'])])
-                after['application_clocks'].update(memory=request['memory'], graphics=request['graphics'])
+def _plan_power(gpu, wanted, after, commands, errors):
+    if 'power_limit' not in wanted:
+        return
+    label, idx = gpu_label(gpu), str(gpu['index'])
+    power = gpu['power']
+    limit = float(wanted['power_limit'])
+    low, high = power['limit_min_w'], power['limit_max_w']
+    if low is None or high is None or power['limit_w'] is None:
+        errors.append('%s does not report its power limits (power.min_limit/power.max_limit are N/A), so '
+                      'power_limit cannot be managed on it' % label)
+    elif not low <= limit <= high:
+        errors.append('power_limit %s W is outside the range %s accepts: %s-%s W'
+                      % (_format_watts(limit), label, _format_watts(low), _format_watts(high)))
+    elif abs(power['limit_w'] - limit) >= POWER_LIMIT_TOLERANCE_W:
+        commands.append(['-i', idx, '-pl', _format_watts(limit)])
+        after['power']['limit_w'] = limit
 
+
+def _plan_clocks(gpu, wanted, supported_clocks, after, commands, errors):
+    if 'application_clocks' not in wanted:
+        return
+    label, idx = gpu_label(gpu), str(gpu['index'])
+    current, defaults = gpu['clocks_applications'], gpu['clocks_default_applications']
+    request = wanted['application_clocks']
+    if current['memory'] is None or current['graphics'] is None:
+        errors.append('%s does not support application clocks' % label)
+    elif request == 'reset':
+        if defaults['memory'] is None or defaults['graphics'] is None:
+            errors.append('%s does not report default application clocks' % label)
+        elif (current['memory'], current['graphics']) != (defaults['memory'], defaults['graphics']):
+            commands.append(['-i', idx, '-rac'])
+            after['clocks_applications'].update(memory=defaults['memory'], graphics=defaults['graphics'])
+    elif (current['memory'], current['graphics']) != (request['memory'], request['graphics']):
+        pairs = supported_clocks or []
+        if not pairs:
+            errors.append('%s lists no supported application clocks' % label)
+        elif (request['memory'], request['graphics']) not in pairs:
+            errors.append('application_clocks memory %d MHz, graphics %d MHz is not supported by %s; %s'
+                          % (request['memory'], request['graphics'], label,
+                             _describe_clocks(pairs, request['memory'])))
+        else:
+            commands.append(['-i', idx, '-ac', '%d,%d' % (request['memory'], request['graphics'])])
+            after['clocks_applications'].update(memory=request['memory'], graphics=request['graphics'])
+
+
+def plan_gpu(gpu, wanted, supported_clocks=None):
+    """Validate ``wanted`` settings on one GPU record and plan the setters.
+
+    Returns ``(plan, errors)``; ``plan`` has ``before``, ``after`` (the record
+    as predicted) and ``commands`` (argument lists for nvidia-smi, in the order
+    to run them).
+    """
+    after = copy.deepcopy(gpu)
+    commands, errors = [], []
+    _plan_modes(gpu, wanted, after, commands, errors)
+    _plan_power(gpu, wanted, after, commands, errors)
+    _plan_clocks(gpu, wanted, supported_clocks, after, commands, errors)
     if errors:
         commands = []
     return {'before': gpu, 'after': after, 'commands': commands}, errors

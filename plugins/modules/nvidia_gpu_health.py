@@ -219,13 +219,14 @@ findings:
     gpu:
       description:
         - The GPU concerned, with C(index), C(uuid) and C(pci_bus_id); C(null) for host-wide findings.
-        - For an Xid on a GPU that nvidia-smi no longer lists, only C(pci_bus_id) is set.
+        - For an Xid on a GPU that nvidia-smi no longer lists, and for an C(nvidia_smi_*) finding whose message names
+          a GPU (C(Unable to determine the device handle for GPU0000:07:00.0: ...)), only C(pci_bus_id) is set.
       type: dict
-      sample: {"index": 3, "uuid": "GPU-4b6ebbfe-8eac-8fed-1939-b4c545eafa7f", "pci_bus_id": "00000000:3B:00.0"}
+      sample: {"index": 3, "uuid": "GPU-4b6ebbfe-8eac-8fed-1939-b4c545eafa7f", "pci_bus_id": "0000:3b:00.0"}
     evidence:
       description: What was seen, with the log line or reading.
       type: str
-      sample: "GPU 3 (00000000:3B:00.0): Xid 79 (GPU has fallen off the bus) logged 1 time; last: [12345.678901] NVRM:
+      sample: "GPU 3 (0000:3b:00.0): Xid 79 (GPU has fallen off the bus) logged 1 time; last: [12345.678901] NVRM:
         Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
     advice:
       description: What an operator does about it.
@@ -249,22 +250,26 @@ summary:
   sample: {"critical": 1, "warning": 2, "info": 0}
 gpus:
   description:
-    - The readings each GPU was judged on; values the GPU does not report are C(null).
+    - The readings each GPU was judged on, under the keys of the collection's GPU record (the same keys and types
+      as RV(gpufleet.nvidia.nvidia_smi_info#module:gpus)); values the GPU does not report are C(null).
+    - "Keys: C(index), C(uuid), C(pci_bus_id) (normalised, V(0000:01:00.0)), C(name), C(persistence_mode) (bool),
+      C(temperature), C(utilization_gpu_percent), C(ecc_errors), C(retired_pages), C(remapped_rows),
+      C(throttle_reasons), C(pcie), C(reset_required), C(drain_and_reset_recommended) and C(recovery_action)."
   returned: always
   type: list
   elements: dict
   sample:
     - index: 0
       uuid: GPU-513536b6-7d19-9063-b049-1e69664bb298
-      pci_bus_id: "00000000:01:00.0"
+      pci_bus_id: "0000:01:00.0"
       name: NVIDIA A100-SXM4-80GB
       persistence_mode: true
-      temperature_c: 34
-      slowdown_temperature_c: 89
-      ecc_uncorrectable_volatile: 0
-      remapped_rows_pending: false
-      pcie_link_gen_current: 4
-      pcie_link_width_current: 16
+      temperature: {gpu_c: 34, slowdown_c: 89, shutdown_c: 92}
+      utilization_gpu_percent: 0
+      ecc_errors: {volatile_uncorrected: 0, aggregate_uncorrected: 0}
+      remapped_rows: {correctable: 0, uncorrectable: 0, pending: false, failure: false}
+      pcie: {link_gen_current: 4, link_gen_max: 4, link_width_current: 16, link_width_max: 16}
+      reset_required: false
 driver_version:
   description: Driver version nvidia-smi reported, or C(null) when it failed.
   returned: always
@@ -343,7 +348,7 @@ def read_gpus(module):
     failure = classify_failure(rc, stdout, stderr)
     if rc != 0 or (failure.reason and '<nvidia_smi_log' not in (stdout or '')):
         return [], None, {'reason': failure.reason or 'unknown', 'hint': failure.hint, 'rc': rc,
-                          'stdout': stdout, 'stderr': stderr}, [], seconds
+                          'pci_bus_id': failure.pci_bus_id, 'stdout': stdout, 'stderr': stderr}, [], seconds
     try:
         report = parse_xml(stdout)
     except ValueError as exc:

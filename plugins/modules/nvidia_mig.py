@@ -133,7 +133,7 @@ gpus:
       description: GPU UUID.
       type: str
     pci_bus_id:
-      description: PCI bus id.
+      description: PCI bus id, normalised to the lower-case C(dddd:bb:dd.f) form (V(0000:07:00.0)).
       type: str
     name:
       description: Product name.
@@ -150,7 +150,7 @@ gpus:
   sample:
     - index: 0
       uuid: GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763
-      pci_bus_id: "00000000:07:00.0"
+      pci_bus_id: "0000:07:00.0"
       name: NVIDIA A100-SXM4-80GB
       profiles: {"3g.40gb": 2}
       instances:
@@ -169,7 +169,20 @@ processes:
   returned: when processes ran on a changed GPU
   type: list
   elements: dict
-  sample: [{gpu_uuid: GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763, pid: 4242, process_name: python3}]
+  contains:
+    gpu_uuid:
+      description: UUID of the GPU the process uses.
+      type: str
+    pid:
+      description: Process id.
+      type: int
+    name:
+      description: Process name, as in the RV(gpufleet.nvidia.nvidia_smi_info#module:processes) of the info module.
+      type: str
+    used_memory_mib:
+      description: GPU memory the process uses, in MiB.
+      type: int
+  sample: [{gpu_uuid: GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763, pid: 4242, name: python3, used_memory_mib: 1024}]
 """
 
 import re
@@ -190,7 +203,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_mig import 
     profile_short_name,
     validate_layout,
 )
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import parse_query_csv
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import parse_query_csv
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import classify_failure
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner import (
     NVIDIA_SMI_ARGUMENT_SPEC,
@@ -211,11 +224,6 @@ APPS_QUERY = ['--query-compute-apps=' + ','.join(APPS_FIELDS), '--format=csv,noh
 
 def _command(args):
     return ' '.join(['nvidia-smi'] + [str(a) for a in args])
-
-
-def _mode(value):
-    text = (value or '').strip().lower() if isinstance(value, str) else value
-    return {'enabled': True, 'disabled': False}.get(text)
 
 
 class MigManager(object):
@@ -246,18 +254,9 @@ class MigManager(object):
         stdout, stderr = self.run(GPU_QUERY)
 
         def _parse(text):
-            gpus = []
-            for row in parse_query_csv(text, GPU_FIELDS):
-                if row['index'] is None:
-                    raise ValueError('a GPU line has no index')
-                gpus.append({
-                    'index': int(row['index']),
-                    'uuid': row['uuid'],
-                    'pci_bus_id': row['pci.bus_id'],
-                    'name': row['name'],
-                    'mig_mode_current': _mode(row['mig.mode.current']),
-                    'mig_mode_pending': _mode(row['mig.mode.pending']),
-                })
+            gpus = parse_query_csv(text, GPU_FIELDS)
+            if any(gpu['index'] is None for gpu in gpus):
+                raise ValueError('a GPU line has no index')
             return gpus
         gpus = self.parse(_parse, GPU_QUERY, stdout, stderr)
         if not gpus:
@@ -315,14 +314,10 @@ class MigManager(object):
 
     def processes_on(self, gpus):
         stdout, stderr = self.run(APPS_QUERY)
-        rows = self.parse(lambda text: parse_query_csv(text, APPS_FIELDS), APPS_QUERY, stdout, stderr)
+        rows = self.parse(lambda text: parse_query_csv(text, APPS_FIELDS, query='compute-apps'), APPS_QUERY,
+                          stdout, stderr)
         uuids = set((g['uuid'] or '').lower() for g in gpus)
-        found = []
-        for row in rows:
-            if (row.get('gpu_uuid') or '').lower() in uuids:
-                found.append({'gpu_uuid': row['gpu_uuid'], 'pid': row['pid'],
-                              'process_name': row['process_name'], 'used_memory_mib': row['used_memory']})
-        return found
+        return [row for row in rows if (row['gpu_uuid'] or '').lower() in uuids]
 
     def plan(self, gpu, layout, desired, profiles):
         idx = str(gpu['index'])
@@ -389,7 +384,7 @@ class MigManager(object):
         if work:
             processes = self.processes_on([w[0] for w in work])
             if processes and not self.module.params['force']:
-                busy = ', '.join('pid %s (%s) on %s' % (p['pid'], p['process_name'], p['gpu_uuid']) for p in processes)
+                busy = ', '.join('pid %s (%s) on %s' % (p['pid'], p['name'], p['gpu_uuid']) for p in processes)
                 self.fail('compute processes run on GPUs whose MIG layout must change: %s. Stop them or set '
                           'force: true' % busy, reason='gpu_busy', processes=processes)
 

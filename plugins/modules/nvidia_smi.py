@@ -145,7 +145,9 @@ actions:
   sample: ["nvidia-smi -i 0 -pm 1", "nvidia-smi -i 0 -pl 300"]
 gpus:
   description:
-    - The selected GPUs after the run (in check mode, as they would be).
+    - The selected GPUs after the run (in check mode, as they would be), as the GPU record that
+      M(gpufleet.nvidia.nvidia_smi_info) returns too, limited to the settings' keys below; the same key has the same
+      type in both modules.
     - Values that the GPU does not report are V(null).
   returned: success
   type: list
@@ -158,7 +160,7 @@ gpus:
       description: GPU UUID.
       type: str
     pci_bus_id:
-      description: PCI bus id as nvidia-smi prints it.
+      description: PCI bus id, normalised to the lower-case C(dddd:bb:dd.f) form (V(0000:07:00.0)).
       type: str
     name:
       description: Product name.
@@ -167,20 +169,22 @@ gpus:
       description: Persistence mode.
       type: bool
     compute_mode:
-      description: Compute mode.
+      description: Compute mode as nvidia-smi prints it (V(Default), V(Exclusive_Process), V(Prohibited)).
       type: str
-    power_limit:
-      description: Software power limit in watts.
-      type: float
-    power_min_limit:
-      description: Lowest power limit the GPU accepts, in watts.
-      type: float
-    power_max_limit:
-      description: Highest power limit the GPU accepts, in watts.
-      type: float
-    application_clocks:
-      description: Application clocks in MHz (C(memory), C(graphics)), and the defaults (C(default_memory), C(default_graphics)).
+    power:
+      description:
+        - Software power limit (C(limit_w)) and the lowest and highest limits the GPU accepts (C(limit_min_w),
+          C(limit_max_w)), in watts.
       type: dict
+      sample: {"limit_w": 300.0, "limit_min_w": 100.0, "limit_max_w": 400.0}
+    clocks_applications:
+      description: Application clocks in MHz (C(memory), C(graphics)).
+      type: dict
+      sample: {"memory": 1593, "graphics": 1410}
+    clocks_default_applications:
+      description: Default application clocks in MHz (C(memory), C(graphics)).
+      type: dict
+      sample: {"memory": 1593, "graphics": 1275}
     ecc_mode_current:
       description: ECC mode in effect.
       type: bool
@@ -196,14 +200,13 @@ gpus:
   sample:
     - index: 0
       uuid: GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763
-      pci_bus_id: "00000000:07:00.0"
+      pci_bus_id: "0000:07:00.0"
       name: NVIDIA A100-SXM4-80GB
       persistence_mode: true
       compute_mode: Default
-      power_limit: 300.0
-      power_min_limit: 100.0
-      power_max_limit: 400.0
-      application_clocks: {memory: 1593, graphics: 1410, default_memory: 1593, default_graphics: 1275}
+      power: {limit_w: 300.0, limit_min_w: 100.0, limit_max_w: 400.0}
+      clocks_applications: {memory: 1593, graphics: 1410}
+      clocks_default_applications: {memory: 1593, graphics: 1275}
       ecc_mode_current: true
       ecc_mode_pending: true
       mig_mode_current: false
@@ -228,7 +231,6 @@ pending:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import parse_query_csv
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner import (
     NVIDIA_SMI_ARGUMENT_SPEC,
     fail_from_result,
@@ -238,10 +240,10 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_setting
     QUERY_FIELDS,
     SettingsError,
     gpu_label,
-    normalise_gpu,
+    parse_gpus,
+    parse_supported_clocks,
     plan_gpu,
     resolve_selectors,
-    parse_supported_clocks,
 )
 
 QUERY_ARGS = ['--query-gpu=' + ','.join(QUERY_FIELDS), '--format=csv,noheader,nounits']
@@ -270,9 +272,8 @@ class NvidiaSmiSettings(object):
             fail_from_result(self.module, rc, stdout, stderr, ['nvidia-smi'] + QUERY_ARGS,
                              changed=self.changed, actions=self.actions)
         try:
-            rows = parse_query_csv(stdout, QUERY_FIELDS)
-            gpus = [normalise_gpu(row) for row in rows]
-        except (ValueError, KeyError, TypeError) as exc:
+            gpus = parse_gpus(stdout)
+        except ValueError as exc:
             self.fail('could not read the output of %s: %s' % (_command(QUERY_ARGS), exc),
                       reason='unparsable_output', stdout=stdout, stderr=stderr)
         if not gpus:
@@ -317,8 +318,8 @@ class NvidiaSmiSettings(object):
         plans, errors = [], []
         for gpu in selected:
             clocks = None
-            if isinstance(wanted.get('application_clocks'), dict) and gpu['application_clocks']['memory'] is not None:
-                current = gpu['application_clocks']
+            current = gpu['clocks_applications']
+            if isinstance(wanted.get('application_clocks'), dict) and current['memory'] is not None:
                 request = wanted['application_clocks']
                 if (current['memory'], current['graphics']) != (request['memory'], request['graphics']):
                     clocks = self.supported_clocks(gpu)
@@ -371,12 +372,12 @@ class NvidiaSmiSettings(object):
 
 
 def _diff_view(gpu):
+    # The settings this module changes, under the record's own key names.
     return dict(
         persistence_mode=gpu['persistence_mode'],
         compute_mode=gpu['compute_mode'],
-        power_limit=gpu['power_limit'],
-        application_clocks=dict(memory=gpu['application_clocks']['memory'],
-                                graphics=gpu['application_clocks']['graphics']),
+        power=dict(limit_w=gpu['power']['limit_w']),
+        clocks_applications=dict(gpu['clocks_applications']),
         ecc_mode_pending=gpu['ecc_mode_pending'],
         mig_mode_pending=gpu['mig_mode_pending'],
     )

@@ -9,11 +9,14 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: nvidia_smi_info
-short_description: Gather NVIDIA driver, GPU, MIG, process, topology and NVLink facts with nvidia-smi
+short_description: Read NVIDIA driver, GPU, MIG, process, topology and NVLink data with nvidia-smi
 version_added: 0.1.0
 description:
-  - Reads what C(nvidia-smi) reports about the NVIDIA driver and every GPU of the host and returns it as data, both
-    as the C(ansible_facts.nvidia) fact and as plain return values.
+  - Reads what C(nvidia-smi) reports about the NVIDIA driver and every GPU of the host and returns it as plain return
+    values. Like every C(_info) module it sets no C(ansible_facts); O(ignore:register) the result to use it in later
+    tasks (see the examples).
+  - Each GPU is the collection's typed GPU record, the same one M(gpufleet.nvidia.nvidia_smi) and
+    M(gpufleet.nvidia.nvidia_gpu_health) return, so a key has the same type in all of them.
   - Per GPU it returns identity (name, UUID, serial, PCI bus id, VBIOS), memory, temperatures and thresholds, power
     draw and limits, clocks and supported clocks, persistence, compute, ECC and MIG modes (current and pending),
     active throttle reasons, PCIe generation and width (current against maximum), ECC error counts, retired pages
@@ -21,7 +24,7 @@ description:
   - The default O(gather) costs exactly one C(nvidia-smi) process (C(nvidia-smi -q -x)); each further subset costs
     at most one more.
   - Without a usable driver or GPU the module does not crash. It fails with a short RV(failure.reason) code and a
-    hint, or, with O(fail_on_error=false), returns empty facts and the reason.
+    hint, or, with O(fail_on_error=false), returns empty data and the reason.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -51,14 +54,15 @@ extends_documentation_fragment:
   - gpufleet.nvidia.nvidia_smi
   - gpufleet.nvidia.attributes
   - gpufleet.nvidia.attributes.INFO_MODULE
-  - gpufleet.nvidia.attributes.FACTS
   - gpufleet.nvidia.attributes.PLATFORM_LINUX_NVIDIA
   - gpufleet.nvidia.attributes.ACTIONGROUP_NVIDIA
 notes:
   - The default uses the XML report rather than one C(--query-gpu) CSV call although the CSV call is much faster
     (milliseconds against a few hundred milliseconds with persistence mode on). Only the XML report carries the MIG
-    devices, supported clocks, retired pages and remapped rows together, in one process; gathering facts is done
+    devices, supported clocks, retired pages and remapped rows together, in one process; the GPUs are read
     once per play, so its cost is small next to the round trip, and the timeout bounds it.
+  - Earlier development versions also returned the data as the C(ansible_facts.nvidia) fact. Register the result
+    instead, C(register: gpu_info), and read C(gpu_info.gpus), C(gpu_info.driver.version) and so on.
   - Without nvidia-persistenced every C(nvidia-smi) call may take seconds while the driver initialises the GPUs.
 seealso:
   - module: gpufleet.nvidia.nvidia_gpu_health
@@ -66,18 +70,23 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Gather GPU facts (one nvidia-smi process)
+- name: Read the GPUs (one nvidia-smi process)
   gpufleet.nvidia.nvidia_smi_info:
+  register: gpu_info
 
 - name: Show the driver and the GPU models
   ansible.builtin.debug:
-    msg: "{{ ansible_facts.nvidia.driver.version }}: {{ ansible_facts.nvidia.gpus | map(attribute='name') | list }}"
+    msg: "{{ gpu_info.driver.version }}: {{ gpu_info.gpus | map(attribute='name') | list }}"
+
+- name: List the GPUs without persistence mode (modes are booleans)
+  ansible.builtin.debug:
+    msg: "{{ gpu_info.gpus | rejectattr('persistence_mode') | map(attribute='pci_bus_id') | list }}"
 
 - name: Gather everything, including the topology matrix and NVLink state
   gpufleet.nvidia.nvidia_smi_info:
     gather: [gpus, mig, mig_uuids, processes, topology, nvlink]
     timeout: 60
-  register: gpu_info
+  register: gpu_everything
 
 - name: Tolerate hosts without a working driver
   gpufleet.nvidia.nvidia_smi_info:
@@ -89,25 +98,18 @@ EXAMPLES = r"""
     msg: "{{ inventory_hostname }}: {{ gpu_probe.failure.reason }} - {{ gpu_probe.failure.hint }}"
   when: gpu_probe.failure is not none
 
+- name: Keep the data as a host variable for later plays, where facts are wanted
+  ansible.builtin.set_fact:
+    nvidia: "{{ gpu_probe }}"
+    cacheable: true
+
 - name: Use a non-standard nvidia-smi location
   gpufleet.nvidia.nvidia_smi_info:
     nvidia_smi_path: /opt/nvidia/bin/nvidia-smi
+  register: gpu_info_custom
 """
 
 RETURN = r"""
-ansible_facts:
-  description: Facts to add to the host's facts.
-  returned: always
-  type: dict
-  contains:
-    nvidia:
-      description:
-        - The same keys as the plain return values of this module (RV(driver), RV(gpus), RV(gpu_count),
-          RV(mig_devices), RV(processes), RV(topology), RV(nvlink), RV(product), RV(memory_mib), RV(mig_capable),
-          RV(mig_enabled), RV(failure), RV(gathered)).
-      returned: always
-      type: dict
-      sample: {"driver": {"version": "535.54.03", "branch": "535", "cuda_version": "12.2"}, "gpu_count": 1}
 driver:
   description:
     - The NVIDIA driver. Values are V(null) when the driver was not queried (O(gather) without V(gpus), V(mig) and
@@ -158,9 +160,11 @@ mig_enabled:
   sample: true
 gpus:
   description:
-    - One entry per GPU, in nvidia-smi index order. Values the GPU or driver does not report (C(N/A), C(Not
-      Supported), C(Unknown Error)) are V(null). Identifiers stay strings; measurements are numbers without units.
-    - Mode values are the words nvidia-smi prints, such as V(Enabled), V(Disabled), V(Default) or V(Exclusive_Process).
+    - One entry per GPU, in nvidia-smi index order: the collection's typed GPU record. Values the GPU or driver does
+      not report (C(N/A), C(Not Supported), C(Unknown Error)) are V(null). Identifiers stay strings; measurements
+      are numbers without units; modes that are on or off are booleans.
+    - Modes with more than two values stay the words nvidia-smi prints, such as the compute mode V(Default) or
+      V(Exclusive_Process).
   returned: when O(gather) contains V(gpus)
   type: list
   elements: dict
@@ -184,7 +188,9 @@ gpus:
       description: Board serial number, a string even when it looks like a number.
       type: str
     pci_bus_id:
-      description: PCI bus id, as nvidia-smi prints it.
+      description:
+        - PCI bus id, normalised to the lower-case C(dddd:bb:dd.f) form (V(0000:07:00.0)) that the kernel log and
+          lspci use; nvidia-smi prints it as V(00000000:07:00.0).
       type: str
     pci_device_id:
       description: PCI device and vendor id.
@@ -210,6 +216,15 @@ gpus:
     inforom_image_version:
       description: InfoROM image version.
       type: str
+    inforom_oem_version:
+      description: Version of the OEM object of the infoROM.
+      type: str
+    inforom_ecc_version:
+      description: Version of the ECC object of the infoROM.
+      type: str
+    inforom_power_version:
+      description: Version of the power object of the infoROM.
+      type: str
     gsp_firmware_version:
       description: GSP firmware version, when the GPU runs GSP firmware.
       type: str
@@ -217,8 +232,17 @@ gpus:
       description: Virtualization mode, for example V(None) on bare metal or V(Pass-Through) in a VM.
       type: str
     persistence_mode:
-      description: V(Enabled) or V(Disabled).
-      type: str
+      description: Whether persistence mode is on.
+      type: bool
+    display_mode:
+      description: Whether a display can be attached (nvidia-smi's C(Display Mode)).
+      type: bool
+    display_active:
+      description: Whether a display is initialised on the GPU.
+      type: bool
+    accounting_mode:
+      description: Whether process accounting is on.
+      type: bool
     compute_mode:
       description: Compute mode.
       type: str
@@ -226,17 +250,17 @@ gpus:
       description: Performance state, V(P0) to V(P12).
       type: str
     mig_mode_current:
-      description: Current MIG mode; V(null) on GPUs without MIG.
-      type: str
+      description: Whether MIG mode is on; V(null) on GPUs without MIG.
+      type: bool
     mig_mode_pending:
-      description: MIG mode after the next GPU reset; V(null) on GPUs without MIG.
-      type: str
+      description: Whether MIG mode is on after the next GPU reset; V(null) on GPUs without MIG.
+      type: bool
     ecc_mode_current:
-      description: Current ECC mode; V(null) on GPUs without ECC.
-      type: str
+      description: Whether ECC is on; V(null) on GPUs without ECC.
+      type: bool
     ecc_mode_pending:
-      description: ECC mode after the next reboot.
-      type: str
+      description: Whether ECC is on after the next reboot.
+      type: bool
     reset_required:
       description: Whether the driver asks for a GPU reset.
       type: bool
@@ -264,6 +288,18 @@ gpus:
     utilization_memory_percent:
       description: Memory utilisation in percent.
       type: int
+    utilization_encoder_percent:
+      description: Video encoder utilisation in percent.
+      type: int
+    utilization_decoder_percent:
+      description: Video decoder utilisation in percent.
+      type: int
+    utilization_jpeg_percent:
+      description: JPEG engine utilisation in percent, on GPUs that have one.
+      type: int
+    utilization_ofa_percent:
+      description: Optical flow accelerator utilisation in percent, on GPUs that have one.
+      type: int
     fan_speed_percent:
       description: Fan speed in percent; V(null) on passively cooled GPUs.
       type: int
@@ -277,9 +313,11 @@ gpus:
       sample: {"gpu_c": 27, "memory_c": 44, "slowdown_c": 89, "shutdown_c": 92, "max_operating_c": 85,
                "memory_max_c": 95, "tlimit_c": null, "slowdown_tlimit_c": null, "shutdown_tlimit_c": null}
     power:
-      description: Power draw and limits in watts.
+      description:
+        - Power draw and limits in watts, always floats. C(draw_w) is the draw the driver reports first (instant
+          draw on R570+, where C(draw_instant_w) and C(draw_average_w) are given as well).
       type: dict
-      sample: {"draw_w": 67.03, "draw_average_w": null, "limit_w": 500.0, "limit_enforced_w": 500.0,
+      sample: {"draw_w": 67.03, "draw_average_w": null, "draw_instant_w": null, "limit_w": 500.0, "limit_enforced_w": 500.0,
                "limit_requested_w": 500.0, "limit_default_w": 500.0, "limit_min_w": 100.0, "limit_max_w": 500.0}
     clocks:
       description: Current clocks in MHz.
@@ -314,7 +352,8 @@ gpus:
     pcie:
       description: PCIe link generation and width, current against maximum, and the replay counter.
       type: dict
-      sample: {"link_gen_current": 4, "link_gen_max": 4, "link_gen_device_max": 4, "link_gen_host_max": 4,
+      sample: {"link_gen_current": 4, "link_gen_max": 4, "link_gen_device_current": 4, "link_gen_device_max": 4,
+               "link_gen_host_max": 4,
                "link_width_current": 16, "link_width_max": 16, "replay_counter": 0}
     ecc_errors:
       description:
@@ -340,10 +379,10 @@ gpus:
       name: NVIDIA A100-SXM4-80GB
       uuid: GPU-513536b6-7d19-9063-b049-1e69664bb298
       serial: "1650522003820"
-      pci_bus_id: 00000000:01:00.0
-      persistence_mode: Disabled
-      mig_mode_current: Enabled
-      ecc_mode_current: Enabled
+      pci_bus_id: "0000:01:00.0"
+      persistence_mode: false
+      mig_mode_current: true
+      ecc_mode_current: true
       memory_total_mib: 81920
 mig_devices:
   description: MIG devices of all GPUs.
@@ -497,17 +536,30 @@ nvlink:
       description: Each link with C(link) (number), C(active) and C(speed_gbps) (V(null) when inactive).
       type: list
       elements: dict
+    note:
+      description:
+        - What nvidia-smi printed for the GPU instead of links, such as C(NVML: Unable to retrieve NVLink information
+          as all links are inactive) or C(Nvlink queries are not supported for Devices in MIG mode); V(null) when it
+          listed links.
+      type: str
+    links_known:
+      description:
+        - V(false) when nvidia-smi cannot tell the links of this GPU (MIG mode, a GPU without NVLink), so that an
+          empty C(links) says nothing about links being down.
+      type: bool
   sample:
     - index: 0
       name: Tesla V100-SXM2-32GB
       uuid: GPU-2b5fbbe0-802e-d2fd-c501-69ec52b11bb7
       links: [{link: 0, active: true, speed_gbps: 25.781}, {link: 1, active: false, speed_gbps: null}]
+      note: null
+      links_known: true
 failure:
   description:
     - Why gathering stopped, when O(fail_on_error=false) and an nvidia-smi call failed; V(null) otherwise.
     - Data gathered before the failed call is still returned; the subsets after it keep their empty values.
-    - C(reason) is one of the codes listed in the notes, C(hint) says what to do, C(cmd) and C(rc) describe the
-      failed call.
+    - C(reason) is one of the codes listed in the notes, C(hint) says what to do, C(pci_bus_id) names the GPU the
+      message was about (or is V(null)), C(cmd) and C(rc) describe the failed call.
   returned: always
   type: dict
   contains:
@@ -518,6 +570,12 @@ failure:
     hint:
       description: What the operator can do about it.
       type: str
+    pci_bus_id:
+      description:
+        - Normalised PCI bus id of the GPU the message names, for example from C(Unable to determine the device
+          handle for GPU0000:07:00.0: Unknown Error); V(null) when it names none.
+      type: str
+      sample: "0000:07:00.0"
     cmd:
       description: The nvidia-smi command that failed.
       type: str
@@ -526,7 +584,7 @@ failure:
       description: Its exit code.
       type: int
       sample: 9
-  sample: {"reason": "driver_not_loaded", "hint": "The NVIDIA kernel driver is not loaded. ...",
+  sample: {"reason": "driver_not_loaded", "hint": "The NVIDIA kernel driver is not loaded. ...", "pci_bus_id": null,
            "cmd": "nvidia-smi -q -x", "rc": 9}
 gathered:
   description: The subsets gathered, sorted.
@@ -539,6 +597,7 @@ gathered:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
+    Failure,
     classify_failure,
     parse_gpu_list,
     parse_nvlink_status,
@@ -583,19 +642,18 @@ class NvidiaSmiInfo(object):
         self.gather = set(module.params['gather'])
         self.failure = None
 
-    def _fail(self, reason, hint, args, rc, stdout, stderr):
+    def _fail(self, failure, args, rc, stdout, stderr):
         cmd = format_command(['nvidia-smi'] + args)
         if self.module.params['fail_on_error']:
-            self.module.fail_json(msg=hint, reason=reason, cmd=cmd, rc=rc, stdout=_truncate(stdout),
-                                  stderr=_truncate(stderr))
-        self.failure = dict(reason=reason, hint=hint, cmd=cmd, rc=rc)
+            self.module.fail_json(msg=failure.hint, reason=failure.reason, pci_bus_id=failure.pci_bus_id, cmd=cmd,
+                                  rc=rc, stdout=_truncate(stdout), stderr=_truncate(stderr))
+        self.failure = dict(reason=failure.reason, hint=failure.hint, pci_bus_id=failure.pci_bus_id, cmd=cmd, rc=rc)
         raise GatherFailed()
 
     def _call(self, args, parser):
         rc, stdout, stderr = run_nvidia_smi(self.module, args)
         if rc != 0:
-            failure = classify_failure(rc, stdout, stderr)
-            self._fail(failure.reason, failure.hint, args, rc, stdout, stderr)
+            self._fail(classify_failure(rc, stdout, stderr), args, rc, stdout, stderr)
         try:
             return parser(stdout)
         except ValueError as exc:
@@ -603,39 +661,38 @@ class NvidiaSmiInfo(object):
             # devices were found" that way) beat the generic parse error.
             failure = classify_failure(rc, stdout, stderr)
             if failure.reason:
-                self._fail(failure.reason, failure.hint, args, rc, stdout, stderr)
-            self._fail('unparsable_output', UNPARSABLE_HINT.format(error=exc), args, rc, stdout, stderr)
+                self._fail(failure, args, rc, stdout, stderr)
+            self._fail(Failure('unparsable_output', UNPARSABLE_HINT.format(error=exc), None), args, rc, stdout, stderr)
 
     def _report(self):
         report = self._call(XML_ARGS, parse_xml)
         if not report['gpus']:
-            failure = classify_failure(6, 'No devices were found', '')
-            self._fail(failure.reason, failure.hint, XML_ARGS, 0, '', '')
+            self._fail(classify_failure(6, 'No devices were found', ''), XML_ARGS, 0, '', '')
         for warning in report['warnings']:
             self.module.warn('nvidia-smi: %s' % warning)
         return report
 
-    def gather_facts(self):
-        facts = _empty_facts(self.gather)
+    def read(self):
+        data = _empty_result(self.gather)
         try:
             if self.gather & XML_SUBSETS:
-                self._add_report(facts, self._report())
+                self._add_report(data, self._report())
             if 'mig_uuids' in self.gather:
-                _merge_gpu_list(facts, self._call(LIST_ARGS, parse_gpu_list))
+                _merge_gpu_list(data, self._call(LIST_ARGS, parse_gpu_list))
             if 'topology' in self.gather:
-                facts['topology'] = self._call(TOPOLOGY_ARGS, parse_topology)
+                data['topology'] = self._call(TOPOLOGY_ARGS, parse_topology)
             if 'nvlink' in self.gather:
-                facts['nvlink'] = self._call(NVLINK_ARGS, parse_nvlink_status)
+                data['nvlink'] = self._call(NVLINK_ARGS, parse_nvlink_status)
         except GatherFailed:
             # Keep what earlier calls gathered: a host whose topology query
-            # fails still has valid GPU facts.
-            facts['failure'] = self.failure
-        return facts
+            # fails still has valid GPU data.
+            data['failure'] = self.failure
+        return data
 
-    def _add_report(self, facts, report):
+    def _add_report(self, data, report):
         version = report['driver_version']
-        facts['driver'] = dict(version=version, branch=version.split('.')[0] if version else None,
-                               cuda_version=report['cuda_version'])
+        data['driver'] = dict(version=version, branch=version.split('.')[0] if version else None,
+                              cuda_version=report['cuda_version'])
         gpus = report['gpus']
         mig_devices, processes = [], []
         for gpu in gpus:
@@ -645,23 +702,23 @@ class NvidiaSmiInfo(object):
             for proc in gpu.pop('processes'):
                 processes.append(dict(parent, **proc))
         first = gpus[0]
-        facts.update(
+        data.update(
             gpu_count=len(gpus),
             product=first['name'],
             memory_mib=first['memory_total_mib'],
             mig_capable=any(gpu['mig_mode_current'] is not None for gpu in gpus),
-            mig_enabled=any(gpu['mig_mode_current'] == 'Enabled' for gpu in gpus),
+            mig_enabled=any(gpu['mig_mode_current'] is True for gpu in gpus),
         )
         if 'gpus' in self.gather:
-            facts['gpus'] = gpus
-        if 'mig_devices' in facts:
-            facts['mig_devices'] = mig_devices
+            data['gpus'] = gpus
+        if 'mig_devices' in data:
+            data['mig_devices'] = mig_devices
         if 'processes' in self.gather:
-            facts['processes'] = processes
+            data['processes'] = processes
 
 
-def _empty_facts(gather):
-    facts = dict(
+def _empty_result(gather):
+    data = dict(
         driver=dict(version=None, branch=None, cuda_version=None),
         gpu_count=0 if gather & XML_SUBSETS else None,
         product=None,
@@ -672,16 +729,16 @@ def _empty_facts(gather):
         gathered=sorted(gather),
     )
     if 'gpus' in gather:
-        facts['gpus'] = []
+        data['gpus'] = []
     if 'mig' in gather or 'mig_uuids' in gather:
-        facts['mig_devices'] = []
+        data['mig_devices'] = []
     if 'processes' in gather:
-        facts['processes'] = []
+        data['processes'] = []
     if 'topology' in gather:
-        facts['topology'] = dict(devices=[], gpus=[], nics=[])
+        data['topology'] = dict(devices=[], gpus=[], nics=[])
     if 'nvlink' in gather:
-        facts['nvlink'] = []
-    return facts
+        data['nvlink'] = []
+    return data
 
 
 _MIG_DEVICE_KEYS = dict.fromkeys((
@@ -689,9 +746,9 @@ _MIG_DEVICE_KEYS = dict.fromkeys((
     'copy_engine_count', 'encoder_count', 'decoder_count', 'volatile_uncorrectable_sram'))
 
 
-def _merge_gpu_list(facts, listed):
+def _merge_gpu_list(data, listed):
     """Add UUID and profile from ``nvidia-smi -L`` to the MIG devices of the XML report."""
-    by_key = dict(((dev['gpu_index'], dev['index']), dev) for dev in facts['mig_devices'])
+    by_key = dict(((dev['gpu_index'], dev['index']), dev) for dev in data['mig_devices'])
     for gpu in listed:
         for mig in gpu['mig_devices']:
             device = by_key.get((gpu['index'], mig['device_index']))
@@ -700,7 +757,7 @@ def _merge_gpu_list(facts, listed):
                 # between the two calls: report what -L knows.
                 device = dict(_MIG_DEVICE_KEYS, gpu_index=gpu['index'], gpu_uuid=gpu['uuid'],
                               index=mig['device_index'])
-                facts['mig_devices'].append(device)
+                data['mig_devices'].append(device)
             device.update(uuid=mig['uuid'], profile=mig['profile'])
 
 
@@ -711,8 +768,8 @@ def main():
     )
     argument_spec.update(NVIDIA_SMI_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    facts = NvidiaSmiInfo(module).gather_facts()
-    module.exit_json(changed=False, ansible_facts=dict(nvidia=facts), **facts)
+    data = NvidiaSmiInfo(module).read()
+    module.exit_json(changed=False, **data)
 
 
 if __name__ == '__main__':

@@ -101,6 +101,9 @@ def test_boot_script_and_its_parsers_are_installed(host):
     library = host.file(SCRIPT_DIR + "/nvidia_mig.py")
     assert library.mode == 0o644 and library.user == "root"
     assert "def layout_matches" in library.content_string
+    record = host.file(SCRIPT_DIR + "/gpu_record.py")
+    assert record.mode == 0o644 and record.user == "root"
+    assert "def parse_query_csv" in record.content_string
 
 
 def test_boot_unit_is_ordered_and_enabled(host):

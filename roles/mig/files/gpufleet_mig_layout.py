@@ -10,10 +10,12 @@ before the services that use GPUs, with plain nvidia-smi commands (no Ansible
 at boot). A GPU whose instances already match is left alone, so running it
 again changes nothing.
 
-The table parsers and the layout planning come from nvidia_mig.py, installed
-next to this file: it is the collection's module_utils/nvidia_mig.py, the code
-the gpufleet.nvidia.nvidia_mig module plans with, so that the boot and the role
-agree on what "matches" means.
+The table parsers and the layout planning come from nvidia_mig.py, and the
+--query CSV reader, its converters and the PCI bus id spelling from
+gpu_record.py, both installed next to this file: they are the collection's
+module_utils files, the code the gpufleet.nvidia modules read nvidia-smi and
+plan with, so that the boot and the role agree on what "matches" means and on
+which GPU a selector names.
 
 Run it with Python 3: python3 gpufleet_mig_layout.py [--check] [--config FILE].
 Exit status: 0 when every GPU of the configuration has its layout, 1 on any
@@ -24,8 +26,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -33,12 +33,12 @@ import subprocess
 import sys
 import time
 
+import gpu_record
 import nvidia_mig
 
 EXIT_OK, EXIT_ERROR, EXIT_DIFFERS = 0, 1, 2
 GPU_FIELDS = ('index', 'uuid', 'pci.bus_id', 'mig.mode.current')
 APPS_FIELDS = ('gpu_uuid', 'pid', 'process_name')
-_PCI_RE = re.compile(r'^(?:(?P<domain>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<device>[0-9a-f]{1,2})\.(?P<fn>[0-7])$')
 
 
 class LayoutError(Exception):
@@ -103,15 +103,11 @@ class NvidiaSmi(object):
         return out
 
 
-def _csv_rows(text, fields):
-    rows = []
-    for cells in csv.reader(io.StringIO(text), skipinitialspace=True):
-        if not cells or not ''.join(cells).strip():
-            continue
-        if len(cells) != len(fields):
-            raise LayoutError('unexpected nvidia-smi line: %s' % ', '.join(cells))
-        rows.append(dict(zip(fields, [c.strip() for c in cells])))
-    return rows
+def _records(text, fields, query):
+    try:
+        return gpu_record.parse_query_csv(text, fields, query=query)
+    except ValueError as exc:
+        raise LayoutError('unexpected nvidia-smi output: %s' % exc)
 
 
 def read_gpus(smi, wait):
@@ -128,19 +124,10 @@ def read_gpus(smi, wait):
         if rc == 127 or time.monotonic() >= deadline:
             raise LayoutError('nvidia-smi does not answer (exit %d): %s' % (rc, (err or out).strip()))
         time.sleep(2)
-    gpus = []
-    for row in _csv_rows(out, GPU_FIELDS):
-        gpus.append({'index': int(row['index']), 'uuid': row['uuid'], 'pci_bus_id': row['pci.bus_id'],
-                     'mig_mode': row['mig.mode.current']})
+    gpus = _records(out, GPU_FIELDS, 'gpu')
+    if any(gpu['index'] is None for gpu in gpus):
+        raise LayoutError('a GPU line of nvidia-smi has no index')
     return gpus
-
-
-def _pci_key(text):
-    match = _PCI_RE.match(text.strip().lower())
-    if not match:
-        return None
-    return (int(match.group('domain') or '0', 16), int(match.group('bus'), 16), int(match.group('device'), 16),
-            int(match.group('fn')))
 
 
 def select(gpus, selectors):
@@ -152,9 +139,10 @@ def select(gpus, selectors):
         if re.match(r'^\d+$', selector):
             matches = [g for g in gpus if g['index'] == int(selector)]
         elif selector.upper().startswith('GPU-'):
-            matches = [g for g in gpus if g['uuid'].lower() == selector.lower()]
-        elif _pci_key(selector) is not None:
-            matches = [g for g in gpus if _pci_key(g['pci_bus_id']) == _pci_key(selector)]
+            matches = [g for g in gpus if (g['uuid'] or '').lower() == selector.lower()]
+        elif gpu_record.normalize_pci_bus_id(selector) is not None:
+            # Records hold the normalised spelling; the selector may be any.
+            matches = [g for g in gpus if g['pci_bus_id'] == gpu_record.normalize_pci_bus_id(selector)]
         else:
             raise LayoutError('%r is neither a GPU index, a GPU UUID nor a PCI bus id' % selector)
         if not matches:
@@ -198,14 +186,15 @@ class Applier(object):
 
     def busy(self, gpu):
         args = ['--query-compute-apps=' + ','.join(APPS_FIELDS), '--format=csv,noheader']
-        rows = _csv_rows(self.smi.checked(args), APPS_FIELDS)
-        return [r for r in rows if r['gpu_uuid'].lower() == gpu['uuid'].lower()]
+        rows = _records(self.smi.checked(args), APPS_FIELDS, 'compute-apps')
+        return [r for r in rows if (r['gpu_uuid'] or '').lower() == (gpu['uuid'] or '').lower()]
 
     def handle(self, gpu, desired):
         """Returns True when the GPU has (or, with --check, already had) its layout; raises LayoutError."""
-        if gpu['mig_mode'] != 'Enabled':
+        if gpu['mig_mode_current'] is not True:
+            mode = {False: 'disabled', None: 'not available'}[gpu['mig_mode_current']]
             raise LayoutError('%s has MIG mode %s; enable it with the gpufleet.nvidia.mig role (or nvidia-smi -i %d '
-                              '-mig 1 and a GPU reset)' % (label(gpu), gpu['mig_mode'], gpu['index']))
+                              '-mig 1 and a GPU reset)' % (label(gpu), mode, gpu['index']))
         layout = self.layout(gpu)
         current = nvidia_mig.layout_counts(layout)[0]
         if nvidia_mig.layout_matches(layout, desired):
@@ -222,7 +211,7 @@ class Applier(object):
         processes = self.busy(gpu)
         if processes and not self.force:
             raise LayoutError('%s runs compute processes (%s); not changing its MIG layout (use --force)' % (
-                label(gpu), ', '.join('%s %s' % (p['pid'], p['process_name']) for p in processes)))
+                label(gpu), ', '.join('%s %s' % (p['pid'], p['name']) for p in processes)))
         index = str(gpu['index'])
         if any(gi['compute_instances'] for gi in layout):
             self.smi.checked(['mig', '-i', index, '-dci'])

@@ -5,8 +5,8 @@
 
 """The mig role's boot script against the simulated nvidia-smi.
 
-The script is installed the way the role installs it (next to a copy of
-module_utils/nvidia_mig.py) and run as a subprocess against a simulated host
+The script is installed the way the role installs it (next to copies of
+module_utils/nvidia_mig.py and module_utils/gpu_record.py) and run as a subprocess against a simulated host
 under a temporary NVIDIA_SIM_ROOT; the simulator's call log shows which
 nvidia-smi commands it ran.
 """
@@ -27,7 +27,7 @@ from ansible_collections.gpufleet.nvidia.tests.unit.simulator.conftest import SI
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCRIPT = os.path.join(REPO_ROOT, 'roles', 'mig', 'files', 'gpufleet_mig_layout.py')
-LIBRARY = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'nvidia_mig.py')
+LIBRARIES = [os.path.join(REPO_ROOT, 'plugins', 'module_utils', name) for name in ('nvidia_mig.py', 'gpu_record.py')]
 A100_UUID = 'GPU-33de42c1-a73b-3927-6cbc-f1e43c551384'
 MUTATING = ('-cgi', '-dgi', '-dci', '-cci')
 
@@ -39,8 +39,8 @@ class BootHost(object):
         self.sim = sim
         self.install_dir = install_dir
         os.makedirs(install_dir)
-        shutil.copy(SCRIPT, install_dir)
-        shutil.copy(LIBRARY, install_dir)
+        for source in [SCRIPT] + LIBRARIES:
+            shutil.copy(source, install_dir)
         self.config = os.path.join(install_dir, 'mig-layout.json')
 
     def write_config(self, layouts, version=1):
@@ -84,7 +84,7 @@ def test_creates_the_layout_and_then_changes_nothing(boot_host):
     assert first.returncode == 0, first.stdout + first.stderr
     assert host.instances() == ['3g.20gb', '3g.20gb']
     assert host.mutations() == [['mig', '-i', '0', '-cgi', '9,9', '-C']]
-    assert 'GPU 0 (00000000:00:04.0): created 2 x 3g.20gb' in first.stdout
+    assert 'GPU 0 (0000:00:04.0): created 2 x 3g.20gb' in first.stdout
 
     again = host.boot_script()
     assert again.returncode == 0, again.stdout
@@ -164,18 +164,20 @@ def test_a_gpu_without_mig_mode_is_an_error_and_the_others_are_still_handled(boo
     host.write_config([{'gpus': ['0', '1'], 'profiles': {'7g.80gb': 1}}])
     result = host.boot_script()
     assert result.returncode == 1
-    assert 'GPU 0 (00000000:18:00.0) has MIG mode Disabled' in result.stdout
+    assert 'GPU 0 (0000:18:00.0) has MIG mode disabled' in result.stdout
     assert host.instances(1) == ['7g.80gb']
 
 
-def test_a_gpu_with_compute_processes_is_left_alone(boot_host):
+@pytest.mark.parametrize('name', ['trainer', 'python train.py --gpus 0,1'])
+def test_a_gpu_with_compute_processes_is_left_alone(boot_host, name):
     host = boot_host()
     assert host.sim.smi('mig', '-cgi', '9,9', '-C').returncode == 0
-    host.sim.start_workload('--gpu', '0', '--memory', '1024', '--name', 'trainer')
+    # nvidia-smi prints a comma in a process name unquoted: the GPU record's reader takes it back.
+    host.sim.start_workload('--gpu', '0', '--memory', '1024', '--name', name)
     host.write_config([{'gpus': ['0'], 'profiles': {'7g.40gb': 1}}])
     result = host.boot_script()
     assert result.returncode == 1
-    assert 'runs compute processes' in result.stdout and 'trainer' in result.stdout
+    assert 'runs compute processes' in result.stdout and name in result.stdout
     assert host.instances() == ['3g.20gb', '3g.20gb']
     assert host.mutations() == [['mig', '-cgi', '9,9', '-C']]
 
@@ -184,10 +186,10 @@ def test_a_gpu_with_compute_processes_is_left_alone(boot_host):
     ([{'gpus': ['0'], 'profiles': {'9g.99gb': 1}}], 'MIG profile 9g.99gb is not offered by this GPU'),
     ([{'gpus': ['0'], 'profiles': {'3g.20gb': 3}}], '3 x 3g.20gb requested but the GPU holds at most 2'),
     ([{'gpus': ['0'], 'profiles': {'4g.20gb': 1, '3g.20gb': 2}}], 'needs 10 compute slices but the GPU has 7'),
-    ([{'gpus': ['3'], 'profiles': {'1g.5gb': 1}}], 'no GPU matches 3; present: 0 (00000000:00:04.0)'),
+    ([{'gpus': ['3'], 'profiles': {'1g.5gb': 1}}], 'no GPU matches 3; present: 0 (0000:00:04.0)'),
     ([{'gpus': ['eth0'], 'profiles': {'1g.5gb': 1}}], "'eth0' is neither a GPU index, a GPU UUID nor a PCI bus id"),
     ([{'gpus': ['0'], 'profiles': {'1g.5gb': 1}}, {'gpus': [A100_UUID], 'profiles': {'1g.5gb': 2}}],
-     'GPU 0 (00000000:00:04.0) is in layouts[1] and layouts[2]'),
+     'GPU 0 (0000:00:04.0) is in layouts[1] and layouts[2]'),
 ])
 def test_invalid_layouts_fail_with_a_message(boot_host, layouts, message):
     host = boot_host()

@@ -135,8 +135,19 @@ def test_reset_services_are_compared_as_unit_names(services, expected):
     assert _render(variables['__mig_reset_stop_units'], variables) == expected
 
 
-def test_boot_script_library_is_the_collection_module_utils():
+@pytest.mark.parametrize('source_var, path_var, name, task', [
+    ('__mig_library_src', '__mig_library_path', 'nvidia_mig.py', 'Install the MIG parsers the boot script plans with'),
+    ('__mig_record_src', '__mig_record_path', 'gpu_record.py',
+     'Install the GPU record the boot script reads nvidia-smi with'),
+])
+def test_boot_script_libraries_are_the_collection_module_utils(source_var, path_var, name, task):
     variables = _role_vars()
-    source = os.path.normpath(_render(variables['__mig_library_src'], variables))
-    assert source == os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'nvidia_mig.py')
+    source = os.path.normpath(_render(variables[source_var], variables))
+    assert source == os.path.join(REPO_ROOT, 'plugins', 'module_utils', name)
     assert os.path.isfile(source)
+    # Beside the script, which imports it from its own directory.
+    script_dir = os.path.dirname(_render(variables['__mig_script_path'], variables))
+    assert _render(variables[path_var], variables) == os.path.join(script_dir, name)
+    assert _task('boot.yml', task)['ansible.builtin.copy'] == {
+        'src': '{{ %s }}' % source_var, 'dest': '{{ %s }}' % path_var, 'owner': 'root', 'group': 'root',
+        'mode': '0644'}

@@ -16,7 +16,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import 
     events_within,
     health_view,
     is_healthy,
-    normalize_pci_bus_id,
     parse_duration,
     parse_xid_events,
     summarize,
@@ -33,22 +32,26 @@ def fixture(name):
         return handle.read()
 
 
-def healthy_gpu(index=0, pci='00000000:3B:00.0', **overrides):
+def healthy_gpu(index=0, pci='0000:3b:00.0', **overrides):
+    """A GPU record (gpu_record.GPU_RECORD) that yields no finding; a dict override merges into its section."""
     gpu = {
         'index': index, 'uuid': 'GPU-%08d-1111-2222-3333-444444444444' % index, 'pci_bus_id': pci,
         'name': 'NVIDIA H100 80GB HBM3', 'persistence_mode': True,
-        'temperature_c': 41, 'slowdown_temperature_c': 87, 'shutdown_temperature_c': 92,
-        'utilization_pct': 97,
-        'ecc_uncorrectable_volatile': 0, 'ecc_uncorrectable_aggregate': 0,
-        'retired_pages_pending': None, 'retired_pages_double_bit': None,
-        'remapped_rows_pending': False, 'remapped_rows_failure': False, 'remapped_rows_uncorrectable': 0,
+        'temperature': {'gpu_c': 41, 'slowdown_c': 87, 'shutdown_c': 92, 'tlimit_c': None, 'slowdown_tlimit_c': None},
+        'utilization_gpu_percent': 97,
+        'ecc_errors': {'volatile_uncorrected': 0, 'aggregate_uncorrected': 0},
+        'retired_pages': {'pending': None, 'double_bit_ecc': None},
+        'remapped_rows': {'pending': False, 'failure': False, 'uncorrectable': 0},
         'throttle_reasons': {'gpu_idle': False, 'sw_power_cap': False, 'hw_slowdown': False,
                              'hw_thermal_slowdown': False, 'hw_power_brake_slowdown': False,
                              'sw_thermal_slowdown': False},
-        'pcie_link_gen_current': 5, 'pcie_link_gen_max': 5,
-        'pcie_link_width_current': 16, 'pcie_link_width_max': 16,
+        'pcie': {'link_gen_current': 5, 'link_gen_max': 5, 'link_width_current': 16, 'link_width_max': 16},
     }
-    gpu.update(overrides)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(gpu.get(key), dict):
+            gpu[key] = dict(gpu[key], **value)
+        else:
+            gpu[key] = value
     return gpu
 
 
@@ -144,18 +147,6 @@ def test_lines_that_only_mention_xid_are_ignored():
     assert parse_xid_events('') == [] and parse_xid_events(None) == []
 
 
-@pytest.mark.parametrize('value, expected', [
-    ('00000000:3B:00.0', '0000:3b:00.0'),
-    ('PCI:0000:3b:00', '0000:3b:00.0'),
-    ('0009:01:00', '0009:01:00.0'),
-    ('3b:00.0', '0000:3b:00.0'),
-    ('not a pci id', None),
-    (None, None),
-])
-def test_normalize_pci_bus_id(value, expected):
-    assert normalize_pci_bus_id(value) == expected
-
-
 def test_events_within_uses_uptime_and_keeps_events_of_unknown_age():
     events = parse_xid_events(fixture('dmesg_raw_a100_ecc.txt')) + parse_xid_events(
         fixture('dmesg_ctime_gsp_timeout.txt'))
@@ -210,7 +201,7 @@ def test_xid_154_category_follows_the_new_recovery_action(message, category):
 
 
 def test_healthy_host_has_no_findings():
-    gpus = [healthy_gpu(i, '00000000:%02X:00.0' % (0x18 + i)) for i in range(8)]
+    gpus = [healthy_gpu(i, '0000:%02x:00.0' % (0x18 + i)) for i in range(8)]
     nvlink = parse_nvlink_status(''.join(
         'GPU %d: NVIDIA H100 80GB HBM3 (UUID: GPU-%d)\n' % (i, i)
         + ''.join('\t Link %d: 26.562 GB/s\n' % link for link in range(18)) for i in range(8)))
@@ -222,8 +213,8 @@ def test_healthy_host_has_no_findings():
 
 
 def test_missing_readings_yield_no_findings():
-    gpu = dict((key, None) for key in gpu_health.GPU_FIELDS)
-    gpu.update(index=0, pci_bus_id='00000000:01:00.0')
+    gpu = dict((key, None) for key in gpu_health.HEALTH_FIELDS)
+    gpu.update(index=0, pci_bus_id='0000:01:00.0')
     assert evaluate([gpu]) == []
 
 
@@ -231,12 +222,12 @@ def test_missing_readings_yield_no_findings():
 
 
 def test_xid_findings_are_grouped_per_gpu_and_code_and_matched_to_gpus():
-    gpus = [healthy_gpu(0, '00000000:52:00.0'), healthy_gpu(1, '00000000:10:1C.0')]
+    gpus = [healthy_gpu(0, '0000:52:00.0'), healthy_gpu(1, '0000:10:1c.0')]
     findings = evaluate(gpus, parse_xid_events(fixture('dmesg_raw_a100_ecc.txt')))
     assert codes(findings) == ['xid_48', 'xid_63', 'xid_94', 'xid_63']
     dbe = findings[0]
     assert dbe['severity'] == 'critical' and dbe['action'] == 'drain'
-    assert dbe['gpu'] == {'index': 0, 'uuid': gpus[0]['uuid'], 'pci_bus_id': '00000000:52:00.0'}
+    assert dbe['gpu'] == {'index': 0, 'uuid': gpus[0]['uuid'], 'pci_bus_id': '0000:52:00.0'}
     assert dbe['xid_name'] == 'Double-bit ECC error' and dbe['count'] == 1
     assert dbe['first_seen'] == dbe['last_seen'] == '430954.509105 s after boot'
     assert 'physAddr 0x18f31d80' in dbe['evidence']
@@ -286,7 +277,7 @@ def test_ignore_xids_drops_only_those_codes():
 
 
 def test_fallen_off_bus_without_xid_is_reported_once_per_gpu():
-    gpus = [healthy_gpu(0, '00000000:18:00.0'), healthy_gpu(1, '00000000:2E:00.0')]
+    gpus = [healthy_gpu(0, '0000:18:00.0'), healthy_gpu(1, '0000:2e:00.0')]
     findings = evaluate(gpus, parse_xid_events(fixture('dmesg_raw_fallen_off_bus.txt')))
     assert codes(findings) == ['xid_79', 'gpu_fell_off_bus']
     assert findings[0]['gpu']['index'] == 0
@@ -311,7 +302,7 @@ def test_sxid_severity_follows_fatal_flag():
 
 
 def test_uncorrectable_ecc_volatile_is_critical():
-    findings = evaluate([healthy_gpu(ecc_uncorrectable_volatile=2, ecc_uncorrectable_aggregate=2)])
+    findings = evaluate([healthy_gpu(ecc_errors={'volatile_uncorrected': 2, 'aggregate_uncorrected': 2})])
     assert codes(findings) == ['ecc_uncorrectable_volatile', 'ecc_uncorrectable_history']
     assert findings[0]['severity'] == 'critical'
     assert '2 uncorrectable ECC errors since the driver was loaded' in findings[0]['evidence']
@@ -319,7 +310,7 @@ def test_uncorrectable_ecc_volatile_is_critical():
 
 
 def test_aggregate_ecc_is_history_unless_over_the_limit():
-    gpu = healthy_gpu(ecc_uncorrectable_aggregate=3)
+    gpu = healthy_gpu(ecc_errors={'aggregate_uncorrected': 3})
     assert only(evaluate([gpu]), 'ecc_uncorrectable_history')['severity'] == 'info'
     assert only(evaluate([gpu], thresholds={'ecc_aggregate_uncorrectable_max': 2}),
                 'ecc_uncorrectable_history')['severity'] == 'warning'
@@ -329,10 +320,10 @@ def test_aggregate_ecc_is_history_unless_over_the_limit():
 
 def test_pending_remap_retired_pages_and_remap_failure():
     findings = evaluate([
-        healthy_gpu(0, remapped_rows_pending=True, remapped_rows_uncorrectable=1),
-        healthy_gpu(1, '00000000:3C:00.0', remapped_rows_failure=True),
-        healthy_gpu(2, '00000000:3D:00.0', remapped_rows_pending=None, remapped_rows_failure=None,
-                    retired_pages_pending=True),
+        healthy_gpu(0, remapped_rows={'pending': True, 'uncorrectable': 1}),
+        healthy_gpu(1, '0000:3c:00.0', remapped_rows={'failure': True}),
+        # before Ampere: no row remapper, pages are retired instead
+        healthy_gpu(2, '0000:3d:00.0', remapped_rows=None, retired_pages={'pending': True}),
     ])
     assert [(f['code'], f['severity'], f['gpu']['index']) for f in findings] == [
         ('remapped_rows_failure', 'critical', 1),
@@ -351,12 +342,12 @@ def test_pending_remap_retired_pages_and_remap_failure():
     (86, 0, []),
 ])
 def test_temperature_against_the_gpus_own_slowdown_threshold(temperature, margin, expected):
-    findings = evaluate([healthy_gpu(temperature_c=temperature)], thresholds={'temperature_margin_c': margin})
+    findings = evaluate([healthy_gpu(temperature={'gpu_c': temperature})], thresholds={'temperature_margin_c': margin})
     assert [(f['code'], f['severity']) for f in findings] == expected
 
 
 def test_temperature_without_a_slowdown_threshold_is_not_judged():
-    assert evaluate([healthy_gpu(temperature_c=95, slowdown_temperature_c=None)]) == []
+    assert evaluate([healthy_gpu(temperature={'gpu_c': 95, 'slowdown_c': None})]) == []
 
 
 @pytest.mark.parametrize('active, expected', [
@@ -373,14 +364,14 @@ def test_throttle_reasons(active, expected):
 
 
 @pytest.mark.parametrize('overrides, expected', [
-    ({'pcie_link_width_current': 8}, ['pcie_link_width_degraded']),
+    ({'pcie': {'link_width_current': 8}}, ['pcie_link_width_degraded']),
     # idle GPUs drop their link generation to save power: not a finding
-    ({'pcie_link_gen_current': 1, 'utilization_pct': 0}, []),
-    ({'pcie_link_gen_current': 3, 'utilization_pct': 97}, ['pcie_link_gen_degraded']),
-    ({'pcie_link_gen_current': 3, 'utilization_pct': 49}, []),
+    ({'pcie': {'link_gen_current': 1}, 'utilization_gpu_percent': 0}, []),
+    ({'pcie': {'link_gen_current': 3}, 'utilization_gpu_percent': 97}, ['pcie_link_gen_degraded']),
+    ({'pcie': {'link_gen_current': 3}, 'utilization_gpu_percent': 49}, []),
     # MIG mode reports no utilisation: the generation cannot be judged
-    ({'pcie_link_gen_current': 3, 'utilization_pct': None}, []),
-    ({'pcie_link_width_current': 8, 'pcie_link_gen_current': 4},
+    ({'pcie': {'link_gen_current': 3}, 'utilization_gpu_percent': None}, []),
+    ({'pcie': {'link_width_current': 8, 'link_gen_current': 4}},
      ['pcie_link_gen_degraded', 'pcie_link_width_degraded']),
 ])
 def test_pcie_link(overrides, expected):
@@ -390,7 +381,7 @@ def test_pcie_link(overrides, expected):
 
 
 def test_pcie_thresholds():
-    gpu = healthy_gpu(pcie_link_gen_current=3, utilization_pct=20, pcie_link_width_current=8)
+    gpu = healthy_gpu(pcie={'link_gen_current': 3, 'link_width_current': 8}, utilization_gpu_percent=20)
     assert codes(evaluate([gpu], thresholds={'pcie_gen_min_utilization': 10})) == [
         'pcie_link_gen_degraded', 'pcie_link_width_degraded']
     assert evaluate([gpu], thresholds={'check_pcie': False}) == []
@@ -404,13 +395,13 @@ def test_persistence_mode_off():
 
 
 def test_fewer_gpus_than_expected():
-    gpus = [healthy_gpu(i, '00000000:%02X:00.0' % (0x18 + i)) for i in range(7)]
+    gpus = [healthy_gpu(i, '0000:%02x:00.0' % (0x18 + i)) for i in range(7)]
     finding = only(evaluate(gpus, expected_count=8), 'gpu_count_low')
     assert finding['severity'] == 'critical' and finding['gpu'] is None
     assert (finding['found'], finding['expected']) == (7, 8)
     assert 'sees 7 of 8 expected GPUs' in finding['evidence']
     assert evaluate(gpus, expected_count=7) == []
-    assert evaluate(gpus + [healthy_gpu(7, '00000000:1F:00.0')], expected_count=7) == []
+    assert evaluate(gpus + [healthy_gpu(7, '0000:1f:00.0')], expected_count=7) == []
 
 
 # --- evaluate: NVLink -------------------------------------------------------
@@ -428,8 +419,8 @@ GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1)
 
 def test_nvlink_down_is_judged_against_the_best_connected_gpu_of_the_same_model():
     gpus = [healthy_gpu(0, name='NVIDIA A100-SXM4-80GB'),
-            healthy_gpu(1, '00000000:3C:00.0', name='NVIDIA A100-SXM4-80GB'),
-            healthy_gpu(2, '00000000:3D:00.0', name='Tesla T4')]
+            healthy_gpu(1, '0000:3c:00.0', name='NVIDIA A100-SXM4-80GB'),
+            healthy_gpu(2, '0000:3d:00.0', name='Tesla T4')]
     findings = evaluate(gpus, nvlink=parse_nvlink_status(NVLINK_ONE_DOWN))
     finding = only(findings, 'nvlink_down')
     assert finding['gpu']['index'] == 1 and finding['severity'] == 'critical'
@@ -439,10 +430,24 @@ def test_nvlink_down_is_judged_against_the_best_connected_gpu_of_the_same_model(
 
 def test_nvlink_expected_count_and_silent_gpus():
     status = parse_nvlink_status(NVLINK_ONE_DOWN)
-    gpus = [healthy_gpu(0), healthy_gpu(1, '00000000:3C:00.0'), healthy_gpu(2, '00000000:3D:00.0')]
+    gpus = [healthy_gpu(0), healthy_gpu(1, '0000:3c:00.0'), healthy_gpu(2, '0000:3d:00.0')]
     findings = evaluate(gpus, nvlink=status, thresholds={'nvlink_expected_active': 3})
     assert [f['gpu']['index'] for f in findings] == [1, 2]
     assert 'no NVLink state' in findings[1]['evidence']
+
+
+def test_gpus_whose_nvlink_state_nvidia_smi_cannot_tell_are_not_judged():
+    # Real R590 output for an H100 in MIG mode next to one with its links, and a bad A100 whose links are all down.
+    status = parse_nvlink_status(
+        'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n'
+        'Nvlink queries are not supported for Devices in MIG mode\n'
+        'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n' + ''.join('\t Link %d: 26.562 GB/s\n' % n for n in range(18)) +
+        'GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n'
+        'NVML: Unable to retrieve NVLink information as all links are inactive\n')
+    gpus = [healthy_gpu(i, '0000:%02x:00.0' % (0x18 + i)) for i in range(3)]
+    findings = evaluate(gpus, nvlink=status)
+    assert [(f['code'], f['gpu']['index']) for f in findings] == [('nvlink_down', 2)]
+    assert evaluate(gpus, nvlink=status, thresholds={'nvlink_expected_active': 18}) == findings
 
 
 def test_no_active_nvlink_anywhere_means_no_nvlink_in_use():
@@ -483,7 +488,7 @@ def test_unreadable_kernel_log_is_a_warning():
 
 
 def test_findings_sorted_by_severity_then_host_then_gpu():
-    gpus = [healthy_gpu(0, persistence_mode=False), healthy_gpu(1, '00000000:3C:00.0', ecc_uncorrectable_volatile=1)]
+    gpus = [healthy_gpu(0, persistence_mode=False), healthy_gpu(1, '0000:3c:00.0', ecc_errors={'volatile_uncorrected': 1})]
     findings = evaluate(gpus, expected_count=3, smi_seconds=30)
     assert [(f['severity'], f['code']) for f in findings] == [
         ('critical', 'gpu_count_low'), ('critical', 'ecc_uncorrectable_volatile'),
@@ -514,43 +519,62 @@ def _smi_gpu(name):
 
 
 def test_health_view_a100_r535_mig_mode():
-    view = health_view(_smi_gpu('a100-sxm4-80gb_535_q.xml'))
-    assert set(view) == set(gpu_health.GPU_FIELDS)
-    assert (view['index'], view['pci_bus_id'], view['name']) == (0, '00000000:01:00.0', 'NVIDIA A100-SXM4-80GB')
+    gpu = _smi_gpu('a100-sxm4-80gb_535_q.xml')
+    view = health_view(gpu)
+    # The record's own keys and values: nothing is renamed or converted again.
+    assert set(view) == set(gpu_health.HEALTH_FIELDS)
+    assert all(view[key] == gpu[key] for key in view)
+    assert (view['index'], view['pci_bus_id'], view['name']) == (0, '0000:01:00.0', 'NVIDIA A100-SXM4-80GB')
     assert view['persistence_mode'] is False
-    assert (view['temperature_c'], view['slowdown_temperature_c'], view['shutdown_temperature_c']) == (27, 89, 92)
+    assert (view['temperature']['gpu_c'], view['temperature']['slowdown_c'], view['temperature']['shutdown_c']) == \
+        (27, 89, 92)
     # MIG mode: no utilisation, and this capture has no row remapper section
-    assert view['utilization_pct'] is None and view['remapped_rows_pending'] is None
-    assert (view['ecc_uncorrectable_volatile'], view['ecc_uncorrectable_aggregate']) == (0, 0)
-    assert (view['pcie_link_gen_current'], view['pcie_link_gen_max']) == (4, 4)
-    assert (view['pcie_link_width_current'], view['pcie_link_width_max']) == (16, 16)
+    assert view['utilization_gpu_percent'] is None and view['remapped_rows'] is None
+    assert (view['ecc_errors']['volatile_uncorrected'], view['ecc_errors']['aggregate_uncorrected']) == (0, 0)
+    assert (view['pcie']['link_gen_current'], view['pcie']['link_gen_max']) == (4, 4)
+    assert (view['pcie']['link_width_current'], view['pcie']['link_width_max']) == (16, 16)
     assert view['throttle_reasons']['hw_slowdown'] is False
     assert view['reset_required'] is False
     assert codes(evaluate([view])) == ['persistence_mode_off']
+    assert codes(evaluate([gpu])) == ['persistence_mode_off']
 
 
 def test_health_view_blackwell_r590_tlimit_and_idle_gen1():
     view = health_view(_smi_gpu('rtx-pro-6000-blackwell_590_q.xml'))
     # only T.Limit margins: 68 C below the limit, slowdown 2 C past it
-    assert view['slowdown_temperature_c'] is None and view['slowdown_headroom_c'] == 70
-    assert (view['remapped_rows_pending'], view['remapped_rows_failure']) == (False, False)
+    assert view['temperature']['slowdown_c'] is None
+    assert (view['temperature']['tlimit_c'], view['temperature']['slowdown_tlimit_c']) == (68, -2)
+    assert (view['remapped_rows']['pending'], view['remapped_rows']['failure']) == (False, False)
     assert view['recovery_action'] == 'None'
     # idle at PCIe gen 1 of 4: not a finding
-    assert (view['pcie_link_gen_current'], view['pcie_link_gen_max'], view['utilization_pct']) == (1, 4, 0)
+    assert (view['pcie']['link_gen_current'], view['pcie']['link_gen_max'], view['utilization_gpu_percent']) == \
+        (1, 4, 0)
     assert evaluate([view]) == []
+    hot = dict(view, temperature=dict(view['temperature'], tlimit_c=1))
+    assert codes(evaluate([hot])) == ['temperature_near_slowdown']
+    assert only(evaluate([hot]), 'temperature_near_slowdown')['slowdown_headroom_c'] == 3
 
 
 def test_health_view_t4_r515_narrow_link_and_retired_pages():
     view = health_view(_smi_gpu('tesla-t4_515_q.xml'))
-    assert (view['retired_pages_pending'], view['retired_pages_double_bit']) == (False, 0)
+    assert (view['retired_pages']['pending'], view['retired_pages']['double_bit_ecc']) == (False, 0)
     assert codes(evaluate([view])) == ['pcie_link_width_degraded', 'persistence_mode_off']
     assert evaluate([view], thresholds={'check_pcie': False, 'require_persistence': False}) == []
 
 
 def test_health_view_v100_r460_busy():
     view = health_view(_smi_gpu('tesla-v100s-pcie-32gb_460_q.xml'))
-    assert (view['utilization_pct'], view['temperature_c'], view['slowdown_temperature_c']) == (97, 66, 87)
+    assert (view['utilization_gpu_percent'], view['temperature']['gpu_c'], view['temperature']['slowdown_c']) == \
+        (97, 66, 87)
     assert evaluate([view], thresholds={'require_persistence': False}) == []
+
+
+def test_smi_failure_naming_a_gpu_points_the_finding_at_it():
+    failure = {'reason': 'gpu_unreadable', 'hint': 'Drain.', 'rc': 255, 'pci_bus_id': '0000:07:00.0',
+               'stdout': 'Unable to determine the device handle for GPU0000:07:00.0: Unknown Error\n', 'stderr': ''}
+    finding = only(evaluate([], smi_failure=failure), 'nvidia_smi_gpu_unreadable')
+    assert finding['gpu'] == {'index': None, 'uuid': None, 'pci_bus_id': '0000:07:00.0'}
+    assert finding['severity'] == 'critical'
 
 
 @pytest.mark.parametrize('headroom, expected', [
@@ -558,7 +582,8 @@ def test_health_view_v100_r460_busy():
     (-3, ['temperature_at_slowdown']),
 ])
 def test_tlimit_headroom(headroom, expected):
-    gpu = healthy_gpu(slowdown_temperature_c=None, slowdown_headroom_c=headroom)
+    # T.Limit margins only: headroom is the current margin less the (negative) slowdown margin.
+    gpu = healthy_gpu(temperature={'slowdown_c': None, 'tlimit_c': headroom - 2, 'slowdown_tlimit_c': -2})
     assert codes(evaluate([gpu])) == expected
 
 
@@ -568,7 +593,7 @@ def test_tlimit_headroom(headroom, expected):
     ({'drain_and_reset_recommended': True}, [('gpu_drain_and_reset_recommended', 'critical')]),
     ({'reset_required': True}, [('gpu_reset_required', 'warning')]),
     # a pending remap explains the reset flag; one finding is enough
-    ({'reset_required': True, 'remapped_rows_pending': True}, [('remapped_rows_pending', 'warning')]),
+    ({'reset_required': True, 'remapped_rows': {'pending': True}}, [('remapped_rows_pending', 'warning')]),
 ])
 def test_driver_recovery_flags(overrides, expected):
     findings = evaluate([healthy_gpu(**overrides)])

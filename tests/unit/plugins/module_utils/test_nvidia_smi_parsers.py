@@ -13,6 +13,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import nvidia_smi
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import compact_cpu_list, expand_cpu_list
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import HINTS
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'nvidia_smi')
@@ -68,47 +69,53 @@ def test_to_number_strips_units_and_refuses_identifiers(raw, number):
 T4_FIELDS = ['driver_version', 'count', 'name', 'serial', 'uuid', 'pci.bus_id', 'index', 'fan.speed', 'pstate',
              'memory.total', 'memory.used', 'memory.free', 'utilization.memory', 'utilization.gpu',
              'temperature.gpu']
+# The same GPU record keys as parse_xml's (see gpu_record.GPU_RECORD).
 T4_ROW = {
     'driver_version': '440.100', 'count': 1, 'name': 'Tesla T4', 'serial': '1325219083788',
-    'uuid': 'GPU-bbd3f1b1-660a-44b0-911f-169e11579607', 'pci.bus_id': '00000000:AF:00.0', 'index': 0,
-    'fan.speed': None, 'pstate': 'P0', 'memory.total': 15109, 'memory.used': 2003, 'memory.free': 13106,
-    'utilization.memory': 9, 'utilization.gpu': 36, 'temperature.gpu': 45,
+    'uuid': 'GPU-bbd3f1b1-660a-44b0-911f-169e11579607', 'pci_bus_id': '0000:af:00.0', 'index': 0,
+    'fan_speed_percent': None, 'performance_state': 'P0', 'memory_total_mib': 15109, 'memory_used_mib': 2003,
+    'memory_free_mib': 13106, 'utilization_memory_percent': 9, 'utilization_gpu_percent': 36,
+    'temperature': {'gpu_c': 45},
 }
 TITAN_FIELDS = 'index,uuid,name,temperature.gpu,utilization.gpu,memory.used,memory.total'
 
 CSV_CASES = [
-    ('tesla-t4_440_query-gpu.csv', T4_FIELDS, [T4_ROW]),
-    ('tesla-t4_440_query-compute-apps.csv', 'timestamp,gpu_name,gpu_bus_id,pid,process_name,used_gpu_memory', [{
-        'timestamp': '2020/10/27 19:41:10.301', 'gpu_name': 'Tesla T4', 'gpu_bus_id': '00000000:AF:00.0',
-        'pid': 6662, 'process_name': '/usr/local/bin/ffmpeg', 'used_gpu_memory': 761}]),
+    ('tesla-t4_440_query-gpu.csv', T4_FIELDS, 'gpu', [T4_ROW]),
+    ('tesla-t4_440_query-compute-apps.csv', 'timestamp,gpu_name,gpu_bus_id,pid,process_name,used_gpu_memory',
+     'compute-apps', [{
+         'timestamp': '2020/10/27 19:41:10.301', 'gpu_name': 'Tesla T4', 'gpu_pci_bus_id': '0000:af:00.0',
+         'pid': 6662, 'name': '/usr/local/bin/ffmpeg', 'used_memory_mib': 761}]),
     ('rtx-5070-ti_595_query-gpu.csv',
-     ['name', 'driver_version', 'compute_cap', 'memory.total', 'power.limit', 'power.default_limit'], [{
+     ['name', 'driver_version', 'compute_cap', 'memory.total', 'power.limit', 'power.default_limit'], 'gpu', [{
          'name': 'NVIDIA GeForce RTX 5070 Ti', 'driver_version': '595.84', 'compute_cap': '12.0',
-         'memory.total': 16303, 'power.limit': None, 'power.default_limit': None}]),
+         'memory_total_mib': 16303, 'power': {'limit_w': None, 'limit_default_w': None}}]),
     # The header prints the canonical names of the aliases that were queried.
-    ('h100-sxm_unknown_query-gpu.csv', 'gpu_name,gpu_bus_id,vbios_version', [
-        {'gpu_name': 'NVIDIA H100 80GB HBM3', 'gpu_bus_id': '00000000:04:00.0', 'vbios_version': '96.00.89.00.01'},
-        {'gpu_name': 'NVIDIA H100 80GB HBM3', 'gpu_bus_id': '00000000:8B:00.0', 'vbios_version': '96.00.89.00.01'},
+    ('h100-sxm_unknown_query-gpu.csv', 'gpu_name,gpu_bus_id,vbios_version', 'gpu', [
+        {'name': 'NVIDIA H100 80GB HBM3', 'pci_bus_id': '0000:04:00.0', 'vbios_version': '96.00.89.00.01'},
+        {'name': 'NVIDIA H100 80GB HBM3', 'pci_bus_id': '0000:8b:00.0', 'vbios_version': '96.00.89.00.01'},
     ]),
-    ('h200_unknown_query-gpu.csv', 'name,memory.total,pcie.link.gen.max,pcie.link.width.max',
-     [{'name': 'NVIDIA H200', 'memory.total': 143771, 'pcie.link.gen.max': 5, 'pcie.link.width.max': 16}] * 8),
-    ('rtx-4090_unknown_query-gpu.csv', 'name,memory.total,pcie.link.gen.max,pcie.link.width.max',
-     [{'name': 'NVIDIA GeForce RTX 4090', 'memory.total': 24564, 'pcie.link.gen.max': 4,
-       'pcie.link.width.max': 16}]),
-    ('gtx-titan-x_unknown_query-gpu-noheader-nounits.csv', TITAN_FIELDS, [
+    ('h200_unknown_query-gpu.csv', 'name,memory.total,pcie.link.gen.max,pcie.link.width.max', 'gpu',
+     [{'name': 'NVIDIA H200', 'memory_total_mib': 143771, 'pcie': {'link_gen_max': 5, 'link_width_max': 16}}] * 8),
+    ('rtx-4090_unknown_query-gpu.csv', 'name,memory.total,pcie.link.gen.max,pcie.link.width.max', 'gpu',
+     [{'name': 'NVIDIA GeForce RTX 4090', 'memory_total_mib': 24564, 'pcie': {'link_gen_max': 4,
+                                                                               'link_width_max': 16}}]),
+    ('gtx-titan-x_unknown_query-gpu-noheader-nounits.csv', TITAN_FIELDS, 'gpu', [
         {'index': 0, 'uuid': 'GPU-10fb0fbd-2696-43f3-467f-d280d906a107', 'name': 'GeForce GTX TITAN X',
-         'temperature.gpu': 80, 'utilization.gpu': 76, 'memory.used': 8000, 'memory.total': 12287},
+         'temperature': {'gpu_c': 80}, 'utilization_gpu_percent': 76, 'memory_used_mib': 8000,
+         'memory_total_mib': 12287},
         {'index': 1, 'uuid': 'GPU-d1df4664-bb44-189c-7ad0-ab86c8cb30e2', 'name': 'GeForce GTX TITAN X',
-         'temperature.gpu': 36, 'utilization.gpu': 0, 'memory.used': 9000, 'memory.total': 12287},
+         'temperature': {'gpu_c': 36}, 'utilization_gpu_percent': 0, 'memory_used_mib': 9000,
+         'memory_total_mib': 12287},
         {'index': 2, 'uuid': 'GPU-50205d95-57b6-f541-2bcb-86c09afed564', 'name': 'GeForce GTX TITAN X',
-         'temperature.gpu': 71, 'utilization.gpu': None, 'memory.used': 8520, 'memory.total': 12287},
+         'temperature': {'gpu_c': 71}, 'utilization_gpu_percent': None, 'memory_used_mib': 8520,
+         'memory_total_mib': 12287},
     ]),
 ]
 
 
-@pytest.mark.parametrize('name, fields, rows', CSV_CASES, ids=[case[0] for case in CSV_CASES])
-def test_parse_query_csv_fixtures(name, fields, rows):
-    assert nvidia_smi.parse_query_csv(fixture(name), fields) == rows
+@pytest.mark.parametrize('name, fields, query, rows', CSV_CASES, ids=[case[0] for case in CSV_CASES])
+def test_parse_query_csv_fixtures(name, fields, query, rows):
+    assert nvidia_smi.parse_query_csv(fixture(name), fields, query=query) == rows
 
 
 def _nounits(text):
@@ -133,7 +140,7 @@ def test_parse_query_csv_format_variants_agree(variant):
 
 def test_parse_query_csv_keeps_a_lone_lowercase_value_as_data():
     # A process name such as "python" is lower case like a header cell.
-    assert nvidia_smi.parse_query_csv('python\n', ['process_name']) == [{'process_name': 'python'}]
+    assert nvidia_smi.parse_query_csv('python\n', ['process_name'], query='compute-apps') == [{'name': 'python'}]
 
 
 def test_parse_query_csv_skips_warning_lines():
@@ -166,15 +173,15 @@ XML_CASES = [
         'gpus.0.architecture': 'Ampere',
         'gpus.0.uuid': 'GPU-513536b6-7d19-9063-b049-1e69664bb298',
         'gpus.0.serial': '1650522003820',
-        'gpus.0.pci_bus_id': '00000000:01:00.0',
+        'gpus.0.pci_bus_id': '0000:01:00.0',
         'gpus.0.vbios_version': '92.00.36.00.02',
         'gpus.0.board_part_number': '692-2G506-0212-002',
         'gpus.0.module_id': 4,
-        'gpus.0.persistence_mode': 'Disabled',
+        'gpus.0.persistence_mode': False,
         'gpus.0.compute_mode': 'Default',
-        'gpus.0.mig_mode_current': 'Enabled',
-        'gpus.0.mig_mode_pending': 'Enabled',
-        'gpus.0.ecc_mode_current': 'Enabled',
+        'gpus.0.mig_mode_current': True,
+        'gpus.0.mig_mode_pending': True,
+        'gpus.0.ecc_mode_current': True,
         'gpus.0.reset_required': False,
         'gpus.0.memory_total_mib': 81920,
         'gpus.0.memory_reserved_mib': 869,
@@ -194,8 +201,9 @@ XML_CASES = [
         'gpus.0.supported_clocks.0.graphics_mhz.0': 1410,
         'gpus.0.throttle_reasons.hw_slowdown': False,
         'gpus.0.throttle_reasons_active': [],
-        'gpus.0.pcie': {'link_gen_current': 4, 'link_gen_max': 4, 'link_gen_device_max': 4, 'link_gen_host_max': 4,
-                        'link_width_current': 16, 'link_width_max': 16, 'replay_counter': 0},
+        'gpus.0.pcie': {'link_gen_current': 4, 'link_gen_max': 4, 'link_gen_device_current': 4,
+                        'link_gen_device_max': 4, 'link_gen_host_max': 4, 'link_width_current': 16,
+                        'link_width_max': 16, 'replay_counter': 0},
         'gpus.0.ecc_errors.volatile.dram_uncorrectable': 0,
         'gpus.0.ecc_errors.aggregate_uncorrected': 0,
         'gpus.0.retired_pages': {'single_bit_ecc': None, 'double_bit_ecc': None, 'pending': None},
@@ -212,16 +220,17 @@ XML_CASES = [
         'driver_version': '515.105.01', 'cuda_version': '11.7', 'attached_gpus': 1, 'gpus.#': 1,
         'gpus.0.name': 'Tesla T4',
         'gpus.0.serial': '0000000000000',
-        'gpus.0.pci_bus_id': '00000000:00:1E.0',
+        'gpus.0.pci_bus_id': '0000:00:1e.0',
         'gpus.0.virtualization_mode': 'Pass-Through',
         'gpus.0.mig_mode_current': None,
         'gpus.0.mig_devices': [],
-        'gpus.0.ecc_mode_current': 'Enabled',
+        'gpus.0.ecc_mode_current': True,
         'gpus.0.reset_required': None,
         'gpus.0.temperature.slowdown_c': 93,
         'gpus.0.temperature.memory_c': None,
         # Before R535 the limits sit in <power_readings> as power_limit/enforced_power_limit.
-        'gpus.0.power': {'draw_w': 26.78, 'draw_average_w': None, 'limit_w': 70.0, 'limit_enforced_w': 70.0,
+        'gpus.0.power': {'draw_w': 26.78, 'draw_average_w': None, 'draw_instant_w': None, 'limit_w': 70.0,
+                         'limit_enforced_w': 70.0,
                          'limit_requested_w': 70.0, 'limit_default_w': 70.0, 'limit_min_w': 60.0,
                          'limit_max_w': 70.0},
         # ... and throttle reasons are clocks_throttle_reasons.
@@ -246,9 +255,9 @@ XML_CASES = [
         'gpus.0.serial': '0123456789012',
         'gpus.0.vbios_version': '98.02.6A.00.03',
         'gpus.0.module_id': 1,
-        'gpus.0.persistence_mode': 'Enabled',
+        'gpus.0.persistence_mode': True,
         'gpus.0.mig_mode_current': None,
-        'gpus.0.ecc_mode_current': 'Disabled',
+        'gpus.0.ecc_mode_current': False,
         'gpus.0.recovery_action': 'None',
         'gpus.0.fan_speed_percent': 30,
         # R590 reports the margin to the thermal limit instead of absolute thresholds.
@@ -456,6 +465,63 @@ def test_parse_topology_matrix_is_symmetric_with_self_on_the_diagonal(name):
             assert rows[other][this] == code, (this, other)
 
 
+def _as_printed(text):
+    # nvidia-smi underlines the header row with ESC[4m ... ESC[0m, on a
+    # terminal or not; the fixtures above were copied from rendered pages.
+    lines = text.split('\n')
+    at = next(n for n, line in enumerate(lines) if line.startswith('\t'))
+    lines[at] = '\x1b[4m' + lines[at] + '\x1b[0m'
+    return '\n'.join(lines)
+
+
+@pytest.mark.parametrize('name', [case[0] for case in TOPOLOGY_CASES])
+def test_parse_topology_reads_the_bytes_nvidia_smi_prints(name):
+    assert nvidia_smi.parse_topology(_as_printed(fixture(name))) == nvidia_smi.parse_topology(fixture(name))
+
+
+# Byte layout of a six-GPU PCIe host as nvidia-smi 5xx prints it: escapes
+# around the header, tab-padded cells that do not line up with the header,
+# an empty cell between NUMA Affinity and GPU NUMA ID, a NIC column and row,
+# and the NIC Legend after the link legend.
+SIX_GPU_TOPOLOGY = (
+    '\x1b[4m\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n'
+    'GPU0\t X \tPIX\tNODE\tNODE\tSYS\tSYS\tNODE\t0-23,48-71\t0\t\tN/A\n'
+    'GPU1\tPIX\t X \tNODE\tNODE\tSYS\tSYS\tNODE\t0-23,48-71\t0\t\tN/A\n'
+    'GPU2\tNODE\tNODE\t X \tPIX\tSYS\tSYS\tPIX\t0-23,48-71\t0\t\tN/A\n'
+    'GPU3\tNODE\tNODE\tPIX\t X \tSYS\tSYS\tPIX\t0-23,48-71\t0\t\tN/A\n'
+    'GPU4\tSYS\tSYS\tSYS\tSYS\t X \tPIX\tSYS\t24-47,72-95\t1\t\tN/A\n'
+    'GPU5\tSYS\tSYS\tSYS\tSYS\tPIX\t X \tSYS\t24-47,72-95\t1\t\tN/A\n'
+    'NIC0\tNODE\tNODE\tPIX\tPIX\tSYS\tSYS\t X \t\t\t\t\n'
+    '\n'
+    'Legend:\n'
+    '\n'
+    '  X    = Self\n'
+    '  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n'
+    '  PIX  = Connection traversing at most a single PCIe bridge\n'
+    '  NV#  = Connection traversing a bonded set of # NVLinks\n'
+    '\n'
+    'NIC Legend:\n'
+    '\n'
+    '  NIC0: mlx5_0\n'
+)
+
+
+def test_parse_topology_of_escaped_tab_padded_output():
+    topology = nvidia_smi.parse_topology(SIX_GPU_TOPOLOGY)
+    assert topology['devices'] == ['GPU0', 'GPU1', 'GPU2', 'GPU3', 'GPU4', 'GPU5', 'NIC0']
+    assert [gpu['index'] for gpu in topology['gpus']] == [0, 1, 2, 3, 4, 5]
+    assert topology['gpus'][4] == {
+        'index': 4, 'name': 'GPU4', 'cpu_affinity': '24-47,72-95', 'numa_affinity': '1', 'gpu_numa_id': None,
+        'links': {'GPU0': 'SYS', 'GPU1': 'SYS', 'GPU2': 'SYS', 'GPU3': 'SYS', 'GPU4': 'X', 'GPU5': 'PIX',
+                  'NIC0': 'SYS'}}
+    assert topology['nics'] == [{'name': 'NIC0', 'device': 'mlx5_0', 'links': {
+        'GPU0': 'NODE', 'GPU1': 'NODE', 'GPU2': 'PIX', 'GPU3': 'PIX', 'GPU4': 'SYS', 'GPU5': 'SYS', 'NIC0': 'X'}}]
+    # The affinity feeds Slurm's gres.conf Cores=: it expands to CPU ids and back.
+    cpus = expand_cpu_list(topology['gpus'][0]['cpu_affinity'])
+    assert len(cpus) == 48 and cpus[23:25] == [23, 48]
+    assert compact_cpu_list(cpus) == '0-23,48-71'
+
+
 @pytest.mark.parametrize('text', [
     '',
     'GPU0\tX\n',
@@ -493,6 +559,20 @@ def test_parse_nvlink_status_inactive_link_and_gpu_without_links():
         {'link': 4, 'active': False, 'speed_gbps': None},
     ]
     assert gpus[1]['links'] == []
+
+
+@pytest.mark.parametrize('note, known', [
+    # Flush left, as current drivers print them under the GPU line.
+    ('NVML: Unable to retrieve NVLink information as all links are inactive', True),
+    ('NVML: Unable to retrieve Nvlink information as all links are inActive', True),
+    ('Nvlink queries are not supported for Devices in MIG mode', False),
+    ('Device does not have or support Nvlink', False),
+    ('\tNVML: Unable to retrieve NVLink information as all links are inActive', True),
+])
+def test_parse_nvlink_status_notes_instead_of_links(note, known):
+    text = 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a1bf2ff6-a98d-edac-a422-0bd80fbd9724)\n%s\n' % note
+    gpu = nvidia_smi.parse_nvlink_status(text)[0]
+    assert (gpu['links'], gpu['note'], gpu['links_known']) == ([], note.strip(), known)
 
 
 def test_parse_nvlink_status_rejects_garbage():
@@ -537,6 +617,13 @@ FAILURE_CASES = [
                         'to recover this GPU\n', '', 'gpu_lost'),
     ('NVML unknown error in a container', 255, 'Failed to initialize NVML: Unknown Error\n', '',
      'nvml_unknown_error'),
+    ('device handle: GPU requires reset', 255, 'Unable to determine the device handle for GPU0000:07:00.0: GPU '
+                                               'requires reset\n', '', 'gpu_requires_reset'),
+    ('device handle: unknown error', 255, 'Unable to determine the device handle for GPU0000:07:00.0: Unknown Error\n',
+     '', 'gpu_unreadable'),
+    # Printed next to the other GPUs' output, with exit 0, by some branches.
+    ('device handle: unknown error, exit 0', 0, 'Unable to determine the device handle for GPU0000:07:00.0: Unknown '
+                                                'Error\n0, NVIDIA A100-SXM4-80GB\n', '', 'gpu_unreadable'),
     ('timed out (runner marker)', 124, '', 'nvidia-smi timed out after 30 seconds', 'timeout'),
     ('timed out, rc only', 124, '', '', 'timeout'),
     ('invalid argument', 2, 'Field "foo.bar" is not a valid field to query.\n', '', 'invalid_argument'),
@@ -565,4 +652,34 @@ def test_every_failure_class_has_a_case():
 
 
 def test_a_clean_run_is_no_failure():
-    assert nvidia_smi.classify_failure(0, fixture('tesla-t4_440_query-gpu.csv'), '') == (None, None)
+    assert nvidia_smi.classify_failure(0, fixture('tesla-t4_440_query-gpu.csv'), '') == (None, None, None)
+
+
+@pytest.mark.parametrize('rc, text, reason, pci', [
+    (255, 'Unable to determine the device handle for GPU0000:07:00.0: Unknown Error\n', 'gpu_unreadable',
+     '0000:07:00.0'),
+    (15, 'Unable to determine the device handle for GPU 00000000:3B:00.0: GPU is lost.  Reboot the system to '
+         'recover this GPU\n', 'gpu_lost', '0000:3b:00.0'),
+    (255, 'Unable to determine the device handle for gpu 0000:C1:00.0: GPU requires reset\n', 'gpu_requires_reset',
+     '0000:c1:00.0'),
+    (14, 'WARNING: infoROM is corrupted at gpu 0000:02:00.0\n', 'inforom_corrupted', '0000:02:00.0'),
+    # The exit code decides, the text still names the GPU.
+    (3, 'Setting persistence mode is not supported for GPU 00000000:01:00.0.\n', 'not_supported', '0000:01:00.0'),
+    # Messages about the whole host name no GPU; a version is no bus id.
+    (18, MISMATCH, 'version_mismatch', None),
+    (9, DRIVER_NOT_LOADED, 'driver_not_loaded', None),
+    (12, NVML_MISSING, 'nvml_missing', None),
+    (6, 'No devices were found\n', 'no_devices', None),
+    (4, 'Failed to initialize NVML: Insufficient Permissions\n', 'insufficient_permissions', None),
+    (255, 'Failed to initialize NVML: Unknown Error\n', 'nvml_unknown_error', None),
+])
+def test_classified_failure_names_the_gpu_of_the_message(rc, text, reason, pci):
+    failure = nvidia_smi.classify_failure(rc, text, '')
+    assert (failure.reason, failure.pci_bus_id) == (reason, pci)
+
+
+def test_the_gpu_named_is_that_of_the_matching_line():
+    # Another GPU's address on another line is not the failing GPU.
+    text = ('GPU 00000000:01:00.0: Persistence mode is already Enabled.\n'
+            'Unable to determine the device handle for GPU0000:07:00.0: GPU requires reset\n')
+    assert nvidia_smi.classify_failure(255, text, '').pci_bus_id == '0000:07:00.0'

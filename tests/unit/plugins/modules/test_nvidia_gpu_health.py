@@ -23,6 +23,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils import nvidia_smi_runner
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import HEALTH_FIELDS
 from ansible_collections.gpufleet.nvidia.plugins.modules import nvidia_gpu_health
 from ansible_collections.gpufleet.nvidia.tests.unit.ansible_module_helpers import set_module_args
 
@@ -282,11 +283,15 @@ def test_findings_carry_gpu_evidence_and_advice(monkeypatch, module_exits):
     finding = result['findings'][0]
     assert finding['code'] == 'xid_79' and finding['severity'] == 'critical'
     assert finding['gpu'] == {'index': 1, 'uuid': 'GPU-513536b6-7d19-9063-b049-1e69664bb201',
-                              'pci_bus_id': '00000000:02:00.0'}
+                              'pci_bus_id': '0000:02:00.0'}
     assert 'GPU has fallen off the bus' in finding['evidence'] and finding['action'] == 'drain'
     assert 'reboot' in finding['advice']
     assert result['driver_version'] == '535.54.03'
     assert [gpu['index'] for gpu in result['gpus']] == [0, 1]
+    # The readings are the GPU record under its own keys, as nvidia_smi_info returns it.
+    assert sorted(result['gpus'][0]) == sorted(HEALTH_FIELDS)
+    assert result['gpus'][1]['pci_bus_id'] == '0000:02:00.0'
+    assert result['gpus'][0]['persistence_mode'] is True
     assert result['kernel_log'] == {'source': 'journal', 'window_seconds': 86400, 'events': 1}
 
 

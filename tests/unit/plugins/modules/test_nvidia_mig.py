@@ -132,7 +132,7 @@ CASES = [
       call(APPS_QUERY, 'GPU-1e44b340-5807-0dbe-62e6-343a6b8b8bcd, 4242, python3, 1024\n')],
      dict(changed=True, actions=['nvidia-smi mig -i 0 -dgi', 'nvidia-smi mig -i 0 -cgi 0 -C'],
           processes=[{'gpu_uuid': 'GPU-1e44b340-5807-0dbe-62e6-343a6b8b8bcd', 'pid': 4242,
-                      'process_name': 'python3', 'used_memory_mib': 1024}])),
+                      'name': 'python3', 'used_memory_mib': 1024}])),
     ('processes-on-other-gpus-do-not-block',
      dict(layouts=[dict(profiles={'1g.10gb': 7})]), True,
      [call(GPU_QUERY, H100), call(LGIP, H100_LGIP), call(LGI, NO_GI), call(LCI, NO_CI),
@@ -197,7 +197,7 @@ REFUSALS = [
      dict(layouts=[dict(profiles={'1g.5gb': 7})]),
      [call(GPU_QUERY, H100), call(LGIP, H100_LGIP)],
      'invalid_layout',
-     ['GPU 0 (NVIDIA H100 80GB HBM3, 00000000:16:00.0): MIG profile 1g.5gb is not offered by this GPU; available: '
+     ['GPU 0 (NVIDIA H100 80GB HBM3, 0000:16:00.0): MIG profile 1g.5gb is not offered by this GPU; available: '
       '1g.10gb (ID 19, up to 7), 1g.10gb+me (ID 20, up to 1)']),
     ('too-many-of-one-profile',
      dict(layouts=[dict(profiles={'3g.40gb': 3})]),
@@ -211,7 +211,7 @@ REFUSALS = [
      # 7 compute slices fit, but 1g.20gb instances take two memory slices each.
      dict(layouts=[dict(profiles={'4g.40gb': 1, '1g.20gb': 3})]),
      [call(GPU_QUERY, H100), call(LGIP, H100_LGIP)],
-     'invalid_layout', ['GPU 0 (NVIDIA H100 80GB HBM3, 00000000:16:00.0): the layout needs 98.36 GiB of GPU memory '
+     'invalid_layout', ['GPU 0 (NVIDIA H100 80GB HBM3, 0000:16:00.0): the layout needs 98.36 GiB of GPU memory '
                         'but the GPU has 79.25 GiB']),
     ('processes-without-force',
      dict(layouts=[dict(profiles={'4g.24gb': 1})]),
@@ -226,7 +226,7 @@ REFUSALS = [
      dict(layouts=[dict(profiles={'1g.10gb': 7})]),
      [call(GPU_QUERY, H100.replace('Enabled, Enabled', 'Disabled, Disabled'))],
      'mig_disabled',
-     ['GPU 0 (NVIDIA H100 80GB HBM3, 00000000:16:00.0) has MIG mode disabled: enable it first with '
+     ['GPU 0 (NVIDIA H100 80GB HBM3, 0000:16:00.0) has MIG mode disabled: enable it first with '
       'gpufleet.nvidia.nvidia_smi (mig_mode: true) or the gpufleet.nvidia.mig role']),
     ('mig-pending',
      dict(layouts=[dict(profiles={'1g.10gb': 7})]),
@@ -235,7 +235,7 @@ REFUSALS = [
     ('mig-not-supported',
      dict(layouts=[dict(profiles={'1g.10gb': 7})]),
      [call(GPU_QUERY, '0, GPU-1f0e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b, 00000000:3B:00.0, Tesla T4, [N/A], [N/A]\n')],
-     'mig_disabled', ['GPU 0 (Tesla T4, 00000000:3B:00.0) does not support MIG']),
+     'mig_disabled', ['GPU 0 (Tesla T4, 0000:3b:00.0) does not support MIG']),
     ('gpu-in-two-layouts',
      dict(layouts=[dict(gpus=[0], profiles={'1g.10gb': 7}), dict(profiles={'7g.80gb': 1})]),
      [call(GPU_QUERY, H100)],
@@ -314,7 +314,7 @@ def test_layout_still_differs_after_apply(monkeypatch):
     result, failed, _table = run_module(monkeypatch, nvidia_mig.main, dict(layouts=[dict(profiles={'1g.10gb': 7})]),
                                         calls)
     assert failed
-    assert result['msg'] == 'after applying, the MIG layout still differs on GPU 0 (NVIDIA H100 80GB HBM3, 00000000:16:00.0)'
+    assert result['msg'] == 'after applying, the MIG layout still differs on GPU 0 (NVIDIA H100 80GB HBM3, 0000:16:00.0)'
     assert result['changed'] is True
 
 
@@ -325,7 +325,7 @@ def test_create_output_with_fewer_instances_than_asked(monkeypatch):
     result, failed, _table = run_module(monkeypatch, nvidia_mig.main, dict(layouts=[dict(profiles={'1g.6gb': 2})]),
                                         calls)
     assert failed
-    assert 'reported 1 GPU instances created on GPU 0 (NVIDIA A30, 00000000:0B:00.0), expected 2' in result['msg']
+    assert 'reported 1 GPU instances created on GPU 0 (NVIDIA A30, 0000:0b:00.0), expected 2' in result['msg']
 
 
 @pytest.mark.parametrize('answer, reason', [

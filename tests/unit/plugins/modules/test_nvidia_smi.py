@@ -189,7 +189,7 @@ def test_check_mode_predicts_after_state(monkeypatch):
         check_mode=True)
     assert not failed
     gpu = result['gpus'][0]
-    assert (gpu['persistence_mode'], gpu['power_limit'], gpu['ecc_mode_current'], gpu['ecc_mode_pending']) == \
+    assert (gpu['persistence_mode'], gpu['power']['limit_w'], gpu['ecc_mode_current'], gpu['ecc_mode_pending']) == \
         (True, 250.0, True, False)
 
 
@@ -199,12 +199,14 @@ def test_returned_gpus_are_read_back_after_changes(monkeypatch):
         [query(A100_0), ok(['-i', '0', '-pl', '300']), query(dict(A100_0, pl='299.00'))])
     assert not failed
     # The driver stored 299 W: the result shows what the GPU says, not what was asked.
-    assert result['gpus'][0]['power_limit'] == 299.0
+    assert result['gpus'][0]['power']['limit_w'] == 299.0
+    # The GPU record of nvidia_smi_info, limited to the settings' keys.
     assert result['gpus'][0] == {
-        'index': 0, 'uuid': 'GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763', 'pci_bus_id': '00000000:07:00.0',
-        'name': 'NVIDIA A100-SXM4-80GB', 'persistence_mode': False, 'compute_mode': 'Default', 'power_limit': 299.0,
-        'power_min_limit': 100.0, 'power_max_limit': 400.0,
-        'application_clocks': {'memory': 1593, 'graphics': 1410, 'default_memory': 1593, 'default_graphics': 1275},
+        'index': 0, 'uuid': 'GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763', 'pci_bus_id': '0000:07:00.0',
+        'name': 'NVIDIA A100-SXM4-80GB', 'persistence_mode': False, 'compute_mode': 'Default',
+        'power': {'limit_w': 299.0, 'limit_min_w': 100.0, 'limit_max_w': 400.0},
+        'clocks_applications': {'memory': 1593, 'graphics': 1410},
+        'clocks_default_applications': {'memory': 1593, 'graphics': 1275},
         'ecc_mode_current': True, 'ecc_mode_pending': True, 'mig_mode_current': False, 'mig_mode_pending': False}
 
 
@@ -219,12 +221,12 @@ def test_diff_has_before_and_after_per_gpu(monkeypatch, check_mode):
                                         check_mode=check_mode, diff=True)
     assert not failed
     assert result['diff']['before'] == {'1': {
-        'persistence_mode': False, 'compute_mode': 'Default', 'power_limit': 400.0,
-        'application_clocks': {'memory': 1593, 'graphics': 1410}, 'ecc_mode_pending': True,
+        'persistence_mode': False, 'compute_mode': 'Default', 'power': {'limit_w': 400.0},
+        'clocks_applications': {'memory': 1593, 'graphics': 1410}, 'ecc_mode_pending': True,
         'mig_mode_pending': False}}
     assert result['diff']['after'] == {'1': {
-        'persistence_mode': True, 'compute_mode': 'Default', 'power_limit': 400.0,
-        'application_clocks': {'memory': 1593, 'graphics': 1410}, 'ecc_mode_pending': True,
+        'persistence_mode': True, 'compute_mode': 'Default', 'power': {'limit_w': 400.0},
+        'clocks_applications': {'memory': 1593, 'graphics': 1410}, 'ecc_mode_pending': True,
         'mig_mode_pending': True}}
 
 
@@ -238,13 +240,13 @@ def test_no_diff_key_without_diff_mode(monkeypatch):
 INVALID = [
     ('power-limit-above-max',
      dict(power_limit=500), [query(A100_0)],
-     ['power_limit 500 W is outside the range GPU 0 (NVIDIA A100-SXM4-80GB, 00000000:07:00.0) accepts: 100-400 W']),
+     ['power_limit 500 W is outside the range GPU 0 (NVIDIA A100-SXM4-80GB, 0000:07:00.0) accepts: 100-400 W']),
     ('power-limit-below-min',
      dict(power_limit=50, gpus=['0']), [query(T4)],
-     ['power_limit 50 W is outside the range GPU 0 (Tesla T4, 00000000:3B:00.0) accepts: 60-70 W']),
+     ['power_limit 50 W is outside the range GPU 0 (Tesla T4, 0000:3b:00.0) accepts: 60-70 W']),
     ('power-limits-not-reported',
      dict(power_limit=80), [query(LAPTOP)],
-     ['GPU 0 (NVIDIA GeForce RTX 3050 Laptop GPU, 00000000:01:00.0) does not report its power limits']),
+     ['GPU 0 (NVIDIA GeForce RTX 3050 Laptop GPU, 0000:01:00.0) does not report its power limits']),
     ('unsupported-clock-pair',
      dict(application_clocks=dict(memory=1593, graphics=1500)),
      [query(A100_0),
@@ -261,14 +263,14 @@ INVALID = [
      ['does not support application clocks']),
     ('ecc-not-supported',
      dict(ecc_mode=True), [query(LAPTOP)],
-     ['GPU 0 (NVIDIA GeForce RTX 3050 Laptop GPU, 00000000:01:00.0) does not support ECC mode']),
+     ['GPU 0 (NVIDIA GeForce RTX 3050 Laptop GPU, 0000:01:00.0) does not support ECC mode']),
     ('mig-not-supported',
      dict(mig_mode=True), [query(T4)],
-     ['GPU 0 (Tesla T4, 00000000:3B:00.0) does not support MIG mode']),
+     ['GPU 0 (Tesla T4, 0000:3b:00.0) does not support MIG mode']),
     ('unknown-index',
      dict(persistence_mode=True, gpus=['4']), [query(A100_0, A100_1)],
-     ['gpus: no GPU matches 4; GPUs on this host: 0 (GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763, 00000000:07:00.0), '
-      '1 (GPU-3c81b7de-0c1f-5f5e-6d2a-7a9be0c1d2e3, 00000000:0F:00.0)']),
+     ['gpus: no GPU matches 4; GPUs on this host: 0 (GPU-8f2c1d90-3e5a-4b17-9c2e-5da9abb51763, 0000:07:00.0), '
+      '1 (GPU-3c81b7de-0c1f-5f5e-6d2a-7a9be0c1d2e3, 0000:0f:00.0)']),
     ('unknown-uuid',
      dict(persistence_mode=True, gpus=['GPU-00000000-0000-0000-0000-000000000000']), [query(A100_0)],
      ['gpus: no GPU matches GPU-00000000-0000-0000-0000-000000000000']),
@@ -284,7 +286,7 @@ INVALID = [
     # One bad GPU stops the whole run: GPU 0 would be fine, yet nothing is changed on it either.
     ('validation-before-any-change',
      dict(power_limit=300), [query(A100_0, dict(A100_1, plmax='250.00'))],
-     ['power_limit 300 W is outside the range GPU 1 (NVIDIA A100-SXM4-80GB, 00000000:0F:00.0) accepts: 100-250 W']),
+     ['power_limit 300 W is outside the range GPU 1 (NVIDIA A100-SXM4-80GB, 0000:0f:00.0) accepts: 100-250 W']),
 ]
 
 

@@ -98,8 +98,12 @@ def test_default_gather_is_one_xml_call_in_the_c_locale(run):
         (0, 0, 3), (0, 1, 4), (0, 2, 5), (0, 3, 6)]
     assert result['mig_devices'][0]['uuid'] is None
     assert 'processes' not in result and 'topology' not in result and 'nvlink' not in result
-    facts = result['ansible_facts']['nvidia']
-    assert facts == dict((key, value) for key, value in result.items() if key not in ('changed', 'ansible_facts'))
+    # An _info module returns data; it sets no facts.
+    assert 'ansible_facts' not in result
+    gpu = result['gpus'][0]
+    assert (gpu['persistence_mode'], gpu['mig_mode_current'], gpu['ecc_mode_current']) == (False, True, True)
+    assert gpu['pci_bus_id'] == '0000:01:00.0'
+    assert gpu['power']['limit_w'] == 500.0 and isinstance(gpu['power']['limit_w'], float)
 
 
 def test_check_mode_gathers_the_same_facts(run):
@@ -172,9 +176,17 @@ def test_driver_not_loaded_without_fail_on_error_returns_empty_facts(run):
     assert 'failed' not in result
     assert result['gpus'] == [] and result['mig_devices'] == [] and result['gpu_count'] == 0
     assert result['topology'] == {'devices': [], 'gpus': [], 'nics': []}
-    assert result['failure']['reason'] == 'driver_not_loaded'
-    assert result['failure']['rc'] == 9
-    assert result['ansible_facts']['nvidia']['failure']['reason'] == 'driver_not_loaded'
+    assert result['failure'] == {'reason': 'driver_not_loaded', 'hint': result['failure']['hint'], 'pci_bus_id': None,
+                                 'cmd': 'nvidia-smi -q -x', 'rc': 9}
+    assert 'ansible_facts' not in result
+
+
+def test_a_failure_naming_a_gpu_carries_its_bus_id(run):
+    stdout = 'Unable to determine the device handle for GPU0000:07:00.0: GPU requires reset\n'
+    result, _commands, _warnings = run({'fail_on_error': False}, [(['-q', '-x'], (255, stdout, ''))])
+    assert (result['failure']['reason'], result['failure']['pci_bus_id']) == ('gpu_requires_reset', '0000:07:00.0')
+    failed, _commands, _warnings = run({}, [(['-q', '-x'], (255, stdout, ''))], expect_failure=True)
+    assert (failed['reason'], failed['pci_bus_id']) == ('gpu_requires_reset', '0000:07:00.0')
 
 
 def test_failure_after_the_report_keeps_the_gpu_facts(run):
