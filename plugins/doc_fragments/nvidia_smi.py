@@ -33,8 +33,8 @@ notes:
     V(nvml_unknown_error), V(insufficient_permissions), V(inforom_corrupted), V(gpu_lost), V(gpu_requires_reset),
     V(gpu_unreadable), V(timeout), V(invalid_argument), V(not_supported), V(not_found), V(power_cables),
     V(kernel_interrupt), V(not_implemented), V(unparsable_output) and V(unknown).
-  - Where the message names a GPU (C(Unable to determine the device handle for GPU0000:07:00.0: GPU requires
-    reset)), the failure also carries C(pci_bus_id), that GPU's normalised PCI bus id.
+  - "Where the message names a GPU (C(Unable to determine the device handle for GPU0000:07:00.0: GPU requires
+    reset)), the failure also carries C(pci_bus_id), that GPU's normalised PCI bus id."
 requirements:
   - The NVIDIA driver utilities (C(nvidia-smi)) on the target.
 """

@@ -220,7 +220,7 @@ findings:
       description:
         - The GPU concerned, with C(index), C(uuid) and C(pci_bus_id); C(null) for host-wide findings.
         - For an Xid on a GPU that nvidia-smi no longer lists, and for an C(nvidia_smi_*) finding whose message names
-          a GPU (C(Unable to determine the device handle for GPU0000:07:00.0: ...)), only C(pci_bus_id) is set.
+          a GPU (C(Unable to determine the device handle for GPU0000:07:00.0) ...), only C(pci_bus_id) is set.
       type: dict
       sample: {"index": 3, "uuid": "GPU-4b6ebbfe-8eac-8fed-1939-b4c545eafa7f", "pci_bus_id": "0000:3b:00.0"}
     evidence:

@@ -61,8 +61,8 @@ notes:
     (milliseconds against a few hundred milliseconds with persistence mode on). Only the XML report carries the MIG
     devices, supported clocks, retired pages and remapped rows together, in one process; the GPUs are read
     once per play, so its cost is small next to the round trip, and the timeout bounds it.
-  - Earlier development versions also returned the data as the C(ansible_facts.nvidia) fact. Register the result
-    instead, C(register: gpu_info), and read C(gpu_info.gpus), C(gpu_info.driver.version) and so on.
+  - "Earlier development versions also returned the data as the C(ansible_facts.nvidia) fact. Register the result
+    instead, C(register: gpu_info), and read C(gpu_info.gpus), C(gpu_info.driver.version) and so on."
   - Without nvidia-persistenced every C(nvidia-smi) call may take seconds while the driver initialises the GPUs.
 seealso:
   - module: gpufleet.nvidia.nvidia_gpu_health
@@ -160,7 +160,7 @@ mig_enabled:
   sample: true
 gpus:
   description:
-    - One entry per GPU, in nvidia-smi index order: the collection's typed GPU record. Values the GPU or driver does
+    - One entry per GPU, in nvidia-smi index order, the collection's typed GPU record. Values the GPU or driver does
       not report (C(N/A), C(Not Supported), C(Unknown Error)) are V(null). Identifiers stay strings; measurements
       are numbers without units; modes that are on or off are booleans.
     - Modes with more than two values stay the words nvidia-smi prints, such as the compute mode V(Default) or
@@ -240,8 +240,26 @@ gpus:
     display_active:
       description: Whether a display is initialised on the GPU.
       type: bool
+    display_attached:
+      description: Whether a display is attached to the GPU (R570+).
+      type: bool
     accounting_mode:
       description: Whether process accounting is on.
+      type: bool
+    multigpu_board:
+      description: Whether the GPU is part of a multi-GPU board.
+      type: bool
+    addressing_mode:
+      description: Memory addressing mode on drivers that report it, for example V(HMM) or V(None).
+      type: str
+    c2c_mode:
+      description: Whether the chip-to-chip link (Grace Hopper) is on; V(null) elsewhere.
+      type: bool
+    dram_encryption_mode_current:
+      description: Whether DRAM encryption is on, on GPUs that support it.
+      type: bool
+    dram_encryption_mode_pending:
+      description: Whether DRAM encryption is on after the next reboot.
       type: bool
     compute_mode:
       description: Compute mode.
@@ -538,9 +556,9 @@ nvlink:
       elements: dict
     note:
       description:
-        - What nvidia-smi printed for the GPU instead of links, such as C(NVML: Unable to retrieve NVLink information
+        - "What nvidia-smi printed for the GPU instead of links, such as C(NVML: Unable to retrieve NVLink information
           as all links are inactive) or C(Nvlink queries are not supported for Devices in MIG mode); V(null) when it
-          listed links.
+          listed links."
       type: str
     links_known:
       description:
@@ -572,8 +590,8 @@ failure:
       type: str
     pci_bus_id:
       description:
-        - Normalised PCI bus id of the GPU the message names, for example from C(Unable to determine the device
-          handle for GPU0000:07:00.0: Unknown Error); V(null) when it names none.
+        - "Normalised PCI bus id of the GPU the message names, for example from C(Unable to determine the device
+          handle for GPU0000:07:00.0: Unknown Error); V(null) when it names none."
       type: str
       sample: "0000:07:00.0"
     cmd:

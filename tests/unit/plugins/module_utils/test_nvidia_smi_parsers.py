@@ -97,8 +97,8 @@ CSV_CASES = [
     ('h200_unknown_query-gpu.csv', 'name,memory.total,pcie.link.gen.max,pcie.link.width.max', 'gpu',
      [{'name': 'NVIDIA H200', 'memory_total_mib': 143771, 'pcie': {'link_gen_max': 5, 'link_width_max': 16}}] * 8),
     ('rtx-4090_unknown_query-gpu.csv', 'name,memory.total,pcie.link.gen.max,pcie.link.width.max', 'gpu',
-     [{'name': 'NVIDIA GeForce RTX 4090', 'memory_total_mib': 24564, 'pcie': {'link_gen_max': 4,
-                                                                               'link_width_max': 16}}]),
+     [{'name': 'NVIDIA GeForce RTX 4090', 'memory_total_mib': 24564,
+       'pcie': {'link_gen_max': 4, 'link_width_max': 16}}]),
     ('gtx-titan-x_unknown_query-gpu-noheader-nounits.csv', TITAN_FIELDS, 'gpu', [
         {'index': 0, 'uuid': 'GPU-10fb0fbd-2696-43f3-467f-d280d906a107', 'name': 'GeForce GTX TITAN X',
          'temperature': {'gpu_c': 80}, 'utilization_gpu_percent': 76, 'memory_used_mib': 8000,

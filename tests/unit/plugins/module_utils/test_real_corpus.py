@@ -68,15 +68,10 @@ def _lines(text):
 
 def _strings(value):
     if isinstance(value, dict):
-        for item in value.values():
-            for text in _strings(item):
-                yield text
-    elif isinstance(value, list):
-        for item in value:
-            for text in _strings(item):
-                yield text
-    elif isinstance(value, str):
-        yield value
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [value] if isinstance(value, str) else []
 
 
 def _no_marker_left(value, where):
