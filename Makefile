@@ -13,7 +13,7 @@ SYSTEM_PACKAGES := docker.io debootstrap apt-utils gnupg dpkg-dev git
 MOLECULE_JOBS ?= 3
 STAMP := $(VENV)/.installed-$(shell sha256sum requirements/dev.txt | cut -c1-12)
 
-.PHONY: setup demo test lint sanity unit molecule build changelog clean-harness
+.PHONY: setup demo test lint sanity unit molecule build changelog clean-harness benchmark
 
 setup: $(STAMP)
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -48,6 +48,10 @@ unit: setup
 
 molecule: setup
 	tests/harness/molecule.sh -j $(MOLECULE_JOBS)
+
+# Not part of make test: about an hour on the simulated fleet (benchmarks/README.md).
+benchmark: setup
+	$(PY) benchmarks/run.py
 
 build: setup
 	ansible-galaxy collection build --force --output-path build/

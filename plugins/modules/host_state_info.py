@@ -423,7 +423,8 @@ def main():
             contents=dict(type='list', elements='path', default=[]),
             units=dict(type='list', elements='str', default=[]),
             globs=dict(type='list', elements='str', default=[]),
-            keyrings=dict(type='list', elements='path', default=[]),
+            # Public keys only: nothing secret is read or returned.
+            keyrings=dict(type='list', elements='path', default=[], no_log=False),
             pci_devices_path=dict(type='path', default=''),
             secure_boot=dict(type='bool', default=False),
             max_content_bytes=dict(type='int', default=65536),

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Fail fast when a TCP port the harness needs is already taken.
 
-    ports.py --for WHAT [--own NAME-PREFIX ...] [--own-pidfile FILE ...] PORT ...
+    python3 tests/harness/ports.py --for WHAT [--own NAME-PREFIX ...] [--own-pidfile FILE ...] PORT ...
 
 Every simulated node shares the host's network (host networking: systemd runs
 in the containers without --privileged), so a host engine or exporter of one

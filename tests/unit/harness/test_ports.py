@@ -54,12 +54,10 @@ def _port_values(node):
             if str(key).endswith('_port') and isinstance(value, int):
                 yield value
             else:
-                for found in _port_values(value):
-                    yield found
+                yield from _port_values(value)
     elif isinstance(node, list):
         for item in node:
-            for found in _port_values(item):
-                yield found
+            yield from _port_values(item)
 
 
 def _demo_ports():

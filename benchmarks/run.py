@@ -1,0 +1,495 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmarks of gpufleet.nvidia on the simulated fleet (see benchmarks/README.md).
+
+    make benchmark                      # every section, 3 runs each
+    .venv/bin/python benchmarks/run.py --runs 3 --sections rerun,baseline
+
+Needs what `make demo` sets up (Docker engine, base images, simulated
+repository: the script starts them through tests/harness like demo.sh does).
+Its nodes are systemd containers named gpufleet-bench-*, on ports of their
+own (DCGM 5580-5599, exporter 9420-9439, sshd 2220-2239) so that a demo
+fleet or a Molecule run may keep running beside it (their times then suffer).
+
+Sections:
+  cold      site.yml on a fresh HGX node, beside one apt-get install of the
+            same final package set in an identical fresh container
+  rerun     the no-change rerun, beside floor (a): as many trivial module
+            calls as the rerun made remote module executions, and floor (b):
+            one shell script checking the same end state in one process
+  baseline  the same no-change rerun for the baseline commit (git worktree)
+  fleet     the rerun on 1, 4 and 8 nodes over the docker connection and SSH
+  facts     nvidia_smi_info on the 8-GPU profile: nvidia-smi processes and time
+  settings  the recommended ansible.cfg settings, each on and off
+Each figure is the median of --runs runs; the JSON under benchmarks/results/
+holds every run.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+HARNESS = os.path.join(TOP, 'tests', 'harness')
+VENV_BIN = os.path.join(TOP, '.venv', 'bin')
+STATE_DIR = os.environ.get('GPUFLEET_STATE_DIR', '/var/tmp/gpufleet-harness')
+REPO_URL = os.environ.get('GPUFLEET_TEST_REPO_URL', 'http://127.0.0.1:8765')
+REPO_DIR = os.environ.get('GPUFLEET_TEST_REPO_DIR', os.path.join(STATE_DIR, 'repo'))
+BASELINE = 'e79e402'
+PREFIX = 'gpufleet-bench-'
+DCGM_PORT, EXPORTER_PORT, SSH_PORT = 5580, 9420, 2220
+HGX = {'nvidia_sim_profile': 'hgx_h100_8gpu', 'nvidia_driver_expected_gpu_count': 8,
+       'gpufleet_site_cuda_toolkit': True}
+CALLBACKS = os.path.join(HERE, 'plugins', 'callback')
+
+
+def log(msg):
+    print('[%s] %s' % (time.strftime('%H:%M:%S'), msg), flush=True)
+
+
+def run(argv, check=True, env=None, cwd=None, timeout=3600, input_text=None):
+    """Run argv; return (seconds, CompletedProcess)."""
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=cwd or TOP, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False, input=input_text)
+    seconds = time.monotonic() - start
+    if check and proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-6000:] + proc.stderr[-3000:])
+        raise SystemExit('failed (rc %d): %s' % (proc.returncode, ' '.join(argv)))
+    return seconds, proc
+
+
+def median(values):
+    return round(statistics.median(values), 3) if values else None
+
+
+# ----------------------------------------------------------------- nodes
+
+def start_node(name, image='gpufleet/debian12-systemd:latest'):
+    run(['docker', 'rm', '-f', name], check=False)
+    # The container shape of the harness (tests/harness/demo.sh).
+    run(['docker', 'run', '-d', '--name', name, '--hostname', name, '--cap-add', 'SYS_ADMIN',
+         '--tmpfs', '/run', '--tmpfs', '/run/lock', '-v', '/sys/fs/cgroup:/sys/fs/cgroup:ro',
+         '--network', 'host', '--restart', 'always', image, '/lib/systemd/systemd'])
+
+
+def remove_nodes(names):
+    if names:
+        run(['docker', 'rm', '-f'] + list(names), check=False)
+
+
+def docker_exec(name, script, timeout=600):
+    return run(['docker', 'exec', '-i', name, 'sh', '-s'], input_text=script, timeout=timeout)
+
+
+class Tree(object):
+    """A checkout of the collection: this one, or a git worktree of the baseline commit."""
+
+    def __init__(self, path, label):
+        self.path, self.label = path, label
+
+    @classmethod
+    def baseline(cls, workdir, commit):
+        path = os.path.join(workdir, 'baseline-' + commit)
+        if not os.path.isdir(path):
+            run(['git', 'worktree', 'add', '--detach', path, commit])
+        return cls(path, commit)
+
+    def env(self, count_file=None, **settings):
+        env = dict(os.environ)
+        env.update({
+            'PATH': VENV_BIN + os.pathsep + env['PATH'],
+            'ANSIBLE_CONFIG': os.path.join(self.path, 'ansible.cfg'),
+            'ANSIBLE_NOCOLOR': '1',
+            'ANSIBLE_FORCE_COLOR': '0',
+            'ANSIBLE_CALLBACK_PLUGINS': CALLBACKS,
+            # Every tree runs with the same settings; "settings" varies them.
+            'ANSIBLE_PIPELINING': 'True',
+            'ANSIBLE_CALLBACKS_ENABLED': 'task_counter',
+        })
+        for key, value in settings.items():
+            env['ANSIBLE_' + key.upper()] = str(value)
+        if count_file:
+            env['GPUFLEET_TASK_COUNT_FILE'] = count_file
+        return env
+
+    def inventory(self, workdir, nodes, ssh_key=None):
+        """Inventory of the bench nodes, with this tree's simulated group_vars."""
+        directory = tempfile.mkdtemp(prefix='inv-%s-' % self.label, dir=workdir)
+        os.makedirs(os.path.join(directory, 'group_vars'))
+        shutil.copy(os.path.join(self.path, 'inventories', 'simulated', 'group_vars', 'gpu_nodes.yml'),
+                    os.path.join(directory, 'group_vars', 'gpu_nodes.yml'))
+        hosts = {}
+        for index, name in enumerate(nodes):
+            host = dict(HGX, dcgm_port=DCGM_PORT + index, dcgm_exporter_port=EXPORTER_PORT + index)
+            if ssh_key:
+                host.update(ansible_connection='ssh', ansible_host='127.0.0.1', ansible_port=SSH_PORT + index,
+                            ansible_user='root', ansible_ssh_private_key_file=ssh_key)
+            hosts[name] = host
+        data = {'all': {'vars': {'ansible_connection': 'community.docker.docker',
+                                 'ansible_python_interpreter': '/usr/bin/python3',
+                                 'gpufleet_test_repo_url': REPO_URL, 'gpufleet_test_repo_dir': REPO_DIR},
+                        'children': {'gpu_nodes': {'hosts': hosts}}}}
+        path = os.path.join(directory, 'hosts.yml')
+        with open(path, 'w') as handle:
+            yaml.safe_dump(data, handle)
+        return path
+
+    def playbook(self, inventory, playbook, count_file=None, extra=(), **settings):
+        argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory, playbook] + list(extra)
+        seconds, proc = run(argv, env=self.env(count_file, **settings), cwd=self.path)
+        return seconds, proc
+
+    def prepare(self, inventory):
+        self.playbook(inventory, 'molecule/_shared/prepare.yml',
+                      extra=['-e', 'gpufleet_test_sim_dir=%s' % os.path.join(self.path, 'tests', 'nvidia_sim')])
+
+    def site(self, inventory, count_file=None, **settings):
+        return self.playbook(inventory, 'site.yml', count_file=count_file, extra=['-l', 'gpu_nodes'], **settings)
+
+
+def counts(count_file):
+    with open(count_file + '.summary.json') as handle:
+        return json.load(handle)
+
+
+def recap_changed(output):
+    changed = []
+    for line in output.splitlines():
+        if ' changed=' in line and ' ok=' in line:
+            changed.append(int(line.split(' changed=')[1].split()[0]))
+    return changed
+
+
+# -------------------------------------------------------------- sections
+
+def converge_node(tree, workdir, name):
+    start_node(name)
+    inventory = tree.inventory(workdir, [name])
+    tree.prepare(inventory)
+    docker_exec(name, 'mkdir -p /var/tmp && touch /var/tmp/gpufleet-bench-marker\n')
+    seconds, _proc = tree.site(inventory)
+    return inventory, seconds
+
+
+def installed_packages(name):
+    _s, proc = docker_exec(name, "dpkg-query -W -f '${db:Status-Status} ${Package}=${Version}\\n'\n")
+    return set(line.split(' ', 1)[1] for line in proc.stdout.splitlines() if line.startswith('installed '))
+
+
+def section_cold(tree, workdir, runs, result):
+    """Cold converge beside one apt-get install of the same final package set."""
+    fresh = PREFIX + 'fresh'
+    start_node(fresh)
+    tree.prepare(tree.inventory(workdir, [fresh]))
+    base = installed_packages(fresh)
+    remove_nodes([fresh])
+    converge, floor, added = [], [], None
+    for index in range(runs):
+        name = PREFIX + 'cold%d' % index
+        log('cold converge %d/%d' % (index + 1, runs))
+        _inventory, seconds = converge_node(tree, workdir, name)
+        converge.append(seconds)
+        final = installed_packages(name)
+        added = sorted(final - base)
+        # The floor gets the same apt sources, keyrings and pins, then installs
+        # exactly the packages the converge added, in one apt-get.
+        _s, tar = run(['docker', 'exec', name, 'tar', '-C', '/', '-cf', '/var/tmp/apt-config.tar',
+                       'etc/apt/sources.list.d', 'etc/apt/keyrings', 'etc/apt/preferences.d'])
+        floor_node = PREFIX + 'floor%d' % index
+        start_node(floor_node)
+        tree.prepare(tree.inventory(workdir, [floor_node]))
+        copy = os.path.join(workdir, 'apt-config.tar')
+        run(['docker', 'cp', '%s:/var/tmp/apt-config.tar' % name, copy])
+        run(['docker', 'cp', copy, '%s:/var/tmp/apt-config.tar' % floor_node])
+        docker_exec(floor_node, 'tar -C / -xf /var/tmp/apt-config.tar\n')
+        log('floor: apt-get install of %d packages' % len(added))
+        seconds, _proc = docker_exec(floor_node, 'export DEBIAN_FRONTEND=noninteractive\n'
+                                     'apt-get update -qq && apt-get install -y -qq --no-install-recommends %s >/dev/null\n'
+                                     % ' '.join(added), timeout=3600)
+        floor.append(seconds)
+        remove_nodes([name, floor_node])
+    result['cold'] = {'converge_s': converge, 'floor_apt_install_s': floor, 'packages_added': len(added or []),
+                      'converge_median_s': median(converge), 'floor_median_s': median(floor),
+                      'ratio': round(median(converge) / median(floor), 2)}
+
+
+def state_check_script(name):
+    """Floor (b): one shell process checking the converged node's end state."""
+    _s, proc = docker_exec(name, '\n'.join([
+        "dpkg-query -W -f '${db:Status-Status} ${Package}=${Version}\\n' | sed -n 's/^installed //p' | sort",
+        'echo ----',
+        'find /etc /usr/local /var/lib/dpkg/alternatives -xdev -type f -newer /var/tmp/gpufleet-bench-marker '
+        '-print0 2>/dev/null | sort -z | xargs -0 -r sha256sum',
+        'echo ----',
+        "systemctl list-units --state=active --no-legend --plain 'nvidia*' '*dcgm*' 'docker*' 'containerd*' "
+        "'gpufleet*' | awk '{print $1}' | sort", '']))
+    packages, files, units = proc.stdout.split('----\n')
+    return '\n'.join([
+        'set -e',
+        "dpkg-query -W -f '${db:Status-Status} ${Package}=${Version}\\n' | sed -n 's/^installed //p' | sort"
+        " | cmp -s - /dev/fd/3 3<<'PKGS' || { echo packages differ; exit 1; }", packages.rstrip('\n'), 'PKGS',
+        "sha256sum --quiet -c - <<'SUMS'", files.rstrip('\n'), 'SUMS',
+        'systemctl is-active --quiet %s' % ' '.join(units.split()), 'echo state ok', ''])
+
+
+def floor_a_playbook(workdir, host_pattern, count):
+    path = os.path.join(workdir, 'floor_a_%d.yml' % count)
+    tasks = [{'name': 'Trivial module call %d' % i, 'ansible.builtin.ping': {}} for i in range(count)]
+    with open(path, 'w') as handle:
+        yaml.safe_dump([{'name': 'Floor (a)', 'hosts': host_pattern, 'become': True, 'gather_facts': False,
+                         'tasks': tasks}], handle)
+    return path
+
+
+def measure_rerun(tree, workdir, inventory, runs, label, **settings):
+    times, summaries, changed = [], [], []
+    for index in range(runs):
+        count_file = os.path.join(workdir, 'count-%s-%d-%d.jsonl' % (label, index, int(time.time())))
+        seconds, proc = tree.site(inventory, count_file=count_file, **settings)
+        times.append(seconds)
+        summaries.append(counts(count_file))
+        changed.extend(recap_changed(proc.stdout))
+    return {'runs_s': times, 'median_s': median(times), 'changed': sorted(set(changed)),
+            'counts': summaries[-1]['hosts']}
+
+
+def section_rerun(tree, workdir, runs, result, baseline_tree=None):
+    name = PREFIX + 'hgx'
+    log('converge the rerun node (%s)' % tree.label)
+    inventory, _s = converge_node(tree, workdir, name)
+    tree.site(inventory)  # settle: anything a first converge leaves for a second run
+    log('no-change rerun x%d' % runs)
+    rerun = measure_rerun(tree, workdir, inventory, runs, 'current')
+    host = rerun['counts'][name]
+    floor_a = floor_a_playbook(workdir, name, host['module_executions'])
+    floor_a_times = [tree.playbook(inventory, floor_a)[0] for _ in range(runs)]
+    script = state_check_script(name)
+    floor_b_times = [docker_exec(name, script)[0] for _ in range(runs)]
+    result['rerun'] = dict(rerun, floor_a={'module_calls': host['module_executions'], 'runs_s': floor_a_times,
+                                           'median_s': median(floor_a_times)},
+                           floor_b={'runs_s': floor_b_times, 'median_s': median(floor_b_times)})
+    result['rerun']['vs_floor_a'] = round(rerun['median_s'] / median(floor_a_times), 2)
+    result['rerun']['vs_floor_b'] = round(rerun['median_s'] / median(floor_b_times), 1)
+    result['rerun_node_inventory'] = inventory
+    return inventory
+
+
+def section_baseline(baseline_tree, workdir, runs, result):
+    name = PREFIX + 'baseline'
+    log('converge the baseline node (%s)' % baseline_tree.label)
+    inventory, _s = converge_node(baseline_tree, workdir, name)
+    baseline_tree.site(inventory)
+    log('baseline no-change rerun x%d' % runs)
+    result['baseline'] = measure_rerun(baseline_tree, workdir, inventory, runs, 'baseline')
+    remove_nodes([name])
+    if 'rerun' in result:
+        result['rerun_vs_baseline_ratio'] = round(result['rerun']['median_s'] / result['baseline']['median_s'], 3)
+
+
+def enable_ssh(name, index, public_key):
+    docker_exec(name, '\n'.join([
+        'set -e', 'export DEBIAN_FRONTEND=noninteractive',
+        'command -v sshd >/dev/null || { apt-get update -qq && apt-get install -y -qq openssh-server >/dev/null; }',
+        'mkdir -p /root/.ssh /etc/ssh/sshd_config.d && chmod 700 /root/.ssh',
+        "cat > /root/.ssh/authorized_keys <<'KEY'", public_key.strip(), 'KEY',
+        # Loopback only, its own port: every node shares the host's network.
+        "printf 'Port %d\\nListenAddress 127.0.0.1\\nPermitRootLogin prohibit-password\\n' "
+        '> /etc/ssh/sshd_config.d/gpufleet-bench.conf' % (SSH_PORT + index),
+        'systemctl restart ssh', '']), timeout=900)
+
+
+def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8)):
+    """The rerun on 1, 4 and 8 nodes started from a committed converged node."""
+    seed = PREFIX + 'seed'
+    log('converge the seed node and commit it')
+    converge_node(tree, workdir, seed)
+    key = os.path.join(workdir, 'id_ed25519')
+    if not os.path.exists(key):
+        run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', key])
+    with open(key + '.pub') as handle:
+        public_key = handle.read()
+    enable_ssh(seed, 0, public_key)
+    image = 'gpufleet/bench-converged:%s' % tree.label
+    run(['docker', 'commit', seed, image])
+    remove_nodes([seed])
+    fleet = {}
+    nodes = [PREFIX + 'n%02d' % i for i in range(max(sizes))]
+    for index, name in enumerate(nodes):
+        start_node(name, image)
+    for index, name in enumerate(nodes):
+        enable_ssh(name, index, public_key)
+    known = os.path.join(workdir, 'known_hosts')
+    for size in sizes:
+        for transport in ('docker', 'ssh'):
+            inventory = tree.inventory(workdir, nodes[:size], ssh_key=key if transport == 'ssh' else None)
+            settings = {} if transport == 'docker' else {
+                'host_key_checking': 'False',
+                'ssh_args': '-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=%s' % known}
+            log('fleet: %d node(s) over %s' % (size, transport))
+            tree.site(inventory, **settings)  # each node takes its own ports once
+            measured = measure_rerun(tree, workdir, inventory, runs, '%s%d' % (transport, size), **settings)
+            measured['per_host_s'] = round(measured['median_s'] / size, 2)
+            fleet['%s_%d' % (transport, size)] = measured
+    inventory = tree.inventory(workdir, nodes)
+    for forks in (1, 4):
+        log('fleet: %d nodes, forks %d' % (len(nodes), forks))
+        measured = measure_rerun(tree, workdir, inventory, runs, 'forks%d' % forks, forks=forks)
+        fleet['docker_%d_forks_%d' % (len(nodes), forks)] = measured
+    remove_nodes(nodes)
+    result['fleet'] = fleet
+
+
+def section_facts(tree, workdir, runs, result, inventory):
+    name = PREFIX + 'hgx'
+    env = tree.env()
+    adhoc = os.path.join(VENV_BIN, 'ansible')
+    docker_exec(name, ': > /var/log/nvidia-sim/calls.log\n')
+    module_times = [run([adhoc, '-i', inventory, name, '-b', '-m', 'gpufleet.nvidia.nvidia_smi_info'], env=env)[0]
+                    for _ in range(runs)]
+    _s, calls = docker_exec(name, 'cat /var/log/nvidia-sim/calls.log\n')
+    smi_calls = [json.loads(line) for line in calls.stdout.splitlines() if line.strip()]
+    smi_calls = [c for c in smi_calls if c.get('prog') == 'nvidia-smi']
+    ping_times = [run([adhoc, '-i', inventory, name, '-b', '-m', 'ansible.builtin.ping'], env=env)[0]
+                  for _ in range(runs)]
+    query = ('nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,persistence_mode,'
+             'memory.total,memory.used,temperature.gpu,power.draw --format=csv\n')
+    bare = [docker_exec(name, query)[0] for _ in range(runs)]
+    result['facts'] = {
+        'nvidia_smi_processes_per_call': round(len(smi_calls) / float(runs), 2),
+        'nvidia_smi_argv': sorted(set(' '.join(c['argv']) for c in smi_calls)),
+        'module_adhoc_s': module_times, 'ping_adhoc_s': ping_times, 'bare_query_gpu_s': bare,
+        'module_minus_ping_median_s': round(median(module_times) - median(ping_times), 3),
+        'bare_median_s': median(bare),
+        'real_gpu': 'not measured: no GPU machine was lent to this run',
+    }
+
+
+def section_settings(tree, workdir, runs, result, inventory):
+    """The recommended settings, each toggled against the collection's ansible.cfg."""
+    cache = os.path.join(workdir, 'facts-cache')
+    variants = {
+        'recommended (pipelining on, no profile_tasks)': {},
+        'pipelining off': {'pipelining': 'False'},
+        'profile_tasks callback on': {'callbacks_enabled': 'task_counter,ansible.builtin.profile_tasks'},
+        'fact cache (jsonfile, gathering=smart)': {'gathering': 'smart', 'cache_plugin': 'jsonfile',
+                                                   'cache_plugin_connection': cache, 'cache_plugin_timeout': '3600'},
+    }
+    out = {}
+    for label, settings in variants.items():
+        log('settings: %s' % label)
+        if 'gathering' in settings:
+            tree.site(inventory, **settings)  # fill the cache
+        out[label] = measure_rerun(tree, workdir, inventory, runs, label.split()[0], **settings)
+        out[label].pop('counts', None)
+    result['settings'] = out
+
+
+# ------------------------------------------------------------------ main
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open('/proc/cpuinfo') as handle:
+            names = [l.split(':', 1)[1].strip() for l in handle if l.startswith('model name')]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    mem_kb = 0
+    with open('/proc/meminfo') as handle:
+        for line in handle:
+            if line.startswith('MemTotal:'):
+                mem_kb = int(line.split()[1])
+    return {'cpu': cpu, 'cores': os.cpu_count(), 'memory_gib': round(mem_kb / 1048576.0, 1),
+            'kernel': platform.release(), 'load_at_start': os.getloadavg()[0], 'python': platform.python_version()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', 1)[0])
+    parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--sections', default='cold,rerun,baseline,fleet,facts,settings')
+    parser.add_argument('--baseline', default=BASELINE)
+    parser.add_argument('--workdir', default=os.path.join(STATE_DIR, 'bench'))
+    parser.add_argument('--keep', action='store_true', help='keep the rerun node afterwards')
+    args = parser.parse_args(argv)
+    sections = args.sections.split(',')
+    os.makedirs(args.workdir, exist_ok=True)
+    for script in ('docker-engine.sh start', 'base-images.sh debian12'):
+        run([os.path.join(HARNESS, script.split()[0])] + script.split()[1:])
+    run([os.path.join(HARNESS, 'simulated-repo.sh'), 'start'],
+        env=dict(os.environ, PYTHON=os.path.join(VENV_BIN, 'python')))
+    _s, head = run(['git', 'rev-parse', '--short', 'HEAD'])
+    _s, dirty = run(['git', 'status', '--porcelain', '--untracked-files=no'])
+    tree = Tree(TOP, head.stdout.strip())
+    result = {'date': datetime.datetime.now().isoformat(timespec='seconds'), 'commit': tree.label,
+              'working_tree_clean': not dirty.stdout.strip(), 'baseline_commit': args.baseline,
+              'runs': args.runs, 'machine': machine(),
+              'command': 'benchmarks/run.py --runs %d --sections %s' % (args.runs, args.sections)}
+    started = time.monotonic()
+    try:
+        if 'cold' in sections:
+            section_cold(tree, args.workdir, args.runs, result)
+        inventory = None
+        if {'rerun', 'facts', 'settings'} & set(sections):
+            inventory = section_rerun(tree, args.workdir, args.runs, result)
+        if 'baseline' in sections:
+            section_baseline(Tree.baseline(args.workdir, args.baseline), args.workdir, args.runs, result)
+        if 'facts' in sections:
+            section_facts(tree, args.workdir, args.runs, result, inventory)
+        if 'settings' in sections:
+            section_settings(tree, args.workdir, args.runs, result, inventory)
+        if 'fleet' in sections:
+            section_fleet(tree, args.workdir, args.runs, result)
+    finally:
+        if not args.keep:
+            _s, names = run(['docker', 'ps', '-a', '--format', '{{.Names}}'], check=False)
+            remove_nodes([n for n in names.stdout.split() if n.startswith(PREFIX)])
+    result.pop('rerun_node_inventory', None)
+    result['benchmark_seconds'] = round(time.monotonic() - started)
+    out_dir = os.path.join(HERE, 'results')
+    os.makedirs(out_dir, exist_ok=True)
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M')
+    for path in (os.path.join(out_dir, '%s-%s.json' % (stamp, tree.label)), os.path.join(out_dir, 'latest.json')):
+        with open(path, 'w') as handle:
+            json.dump(result, handle, indent=2, sort_keys=True)
+    print(table(result))
+    return 0
+
+
+def table(result):
+    rows = ['| figure | value |', '|---|---|']
+
+    def add(label, value):
+        if value is not None:
+            rows.append('| %s | %s |' % (label, value))
+    cold, rerun, base = result.get('cold', {}), result.get('rerun', {}), result.get('baseline', {})
+    add('cold converge (median s)', cold.get('converge_median_s'))
+    add('floor: one apt-get install of the same %s packages (median s)' % cold.get('packages_added'),
+        cold.get('floor_median_s'))
+    add('cold converge / floor', cold.get('ratio'))
+    add('no-change rerun (median s)', rerun.get('median_s'))
+    add('floor (a): %s trivial module calls (median s)' % rerun.get('floor_a', {}).get('module_calls'),
+        rerun.get('floor_a', {}).get('median_s'))
+    add('rerun / floor (a)', rerun.get('vs_floor_a'))
+    add('floor (b): one state-check process (median s)', rerun.get('floor_b', {}).get('median_s'))
+    add('rerun / floor (b)', rerun.get('vs_floor_b'))
+    add('baseline %s no-change rerun (median s)' % result.get('baseline_commit'), base.get('median_s'))
+    add('rerun / baseline', result.get('rerun_vs_baseline_ratio'))
+    return '\n'.join(rows)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
