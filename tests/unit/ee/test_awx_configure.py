@@ -7,7 +7,10 @@ as the play would) names playbooks that exist (or the two the fleet operations
 work adds), surveys asking for the variables those playbooks read, a weekly
 schedule and a workflow over existing templates; it keeps no secret in a
 default; and without a controller it stops before any change, saying what is
-missing.
+missing. Then it runs, twice, against ``awx_api_stub.py``, an in-memory stand-in
+for the AWX REST API that keeps what the awx.awx modules send: every input is
+accepted, the objects link up, no secret reaches the output, and the second
+run changes nothing. The stub is not AWX: it checks none of AWX's own rules.
 """
 import os
 import re
@@ -180,7 +183,9 @@ def test_no_secret_has_a_default(play):
     with open(INPUTS) as handle:
         inputs = yaml.safe_load(handle)
     for name in inputs:
-        assert not re.search(r'token|password|secret|key_data', name), name
+        assert not re.search(r'(token|password|secret|key_data)$', name), name
+    for secret in ('gpufleet_awx_controller_token', 'gpufleet_awx_controller_password', 'gpufleet_awx_machine_ssh_key_data'):
+        assert secret not in inputs
     # The secrets reach the modules only from extra vars or the environment.
     defaults = play['module_defaults']['group/awx.awx.controller']
     assert defaults['controller_oauthtoken'] == '{{ gpufleet_awx_controller_token | default(omit) }}'
@@ -198,3 +203,87 @@ def test_without_a_controller_it_stops_before_any_change(tmp_path):
         assert missing in result.stdout
     assert 'ok=0' in result.stdout and 'failed=1' in result.stdout
     assert 'TASK [Execution environment' not in result.stdout
+
+
+# A private key that is not one: it only has to be recognisable if it leaked into the output.
+FAKE_KEY = '-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-key-gpufleet-test-0123456789\n-----END OPENSSH PRIVATE KEY-----\n'
+
+
+def _run_against(stub, tmp_path):
+    env = _env()
+    env.update({'CONTROLLER_HOST': stub.url, 'CONTROLLER_OAUTH_TOKEN': 'stub-token'})
+    extra = tmp_path / 'extra.yml'
+    extra.write_text(yaml.safe_dump({
+        'gpufleet_awx_project_scm_url': 'https://git.example.com/gpu/gpufleet-nvidia.git',
+        'gpufleet_awx_ee_image': 'registry.example.com/gpufleet/nvidia-ee:0.1.0',
+        'gpufleet_awx_machine_username': 'ansible',
+        'gpufleet_awx_machine_ssh_key_data': FAKE_KEY,
+        'gpufleet_awx_health_job_slice_count': 4,
+    }))
+    result = subprocess.run([os.path.join(BIN, 'ansible-playbook'), PLAYBOOK, '-e', '@%s' % extra],
+                            cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'not-a-key-gpufleet-test' not in result.stdout + result.stderr
+    assert 'stub-token' not in result.stdout + result.stderr
+    (recap,) = [line for line in result.stdout.splitlines() if line.startswith('localhost ')]
+    return dict(re.findall(r'(\w+)=(\d+)', recap))
+
+
+@pytest.fixture(scope='module')
+def configured(tmp_path_factory):
+    """Two runs of the playbook against the API stub (tests/unit/ee/awx_api_stub.py): what the modules sent."""
+    from ansible_collections.gpufleet.nvidia.tests.unit.ee.awx_api_stub import AwxApiStub
+    tmp_path = tmp_path_factory.mktemp('awx')
+    with AwxApiStub() as stub:
+        first = _run_against(stub, tmp_path)
+        requests_first = len(stub.requests)
+        second = _run_against(stub, tmp_path)
+        writes_second = [r for r in stub.requests[requests_first:] if r[0] != 'GET']
+    return stub, first, second, writes_second
+
+
+def test_stub_second_run_changes_nothing(configured):
+    stub, first, second, writes_second = configured
+    assert int(first['changed']) > 0
+    assert second['changed'] == '0', second
+    # The only write of a second run: the project sync the playbook asks for (update_project).
+    (project,) = stub.find('projects')
+    assert [(method, path) for method, path, _query, _body in writes_second] == [('POST', project['related']['update'])]
+
+
+def test_stub_objects_and_what_the_modules_sent(configured):
+    stub = configured[0]
+    (organization,) = stub.find('organizations', name='Default')
+    (ee,) = stub.find('execution_environments')
+    assert ee['image'] == 'registry.example.com/gpufleet/nvidia-ee:0.1.0' and ee['organization'] == organization['id']
+    (credential,) = stub.find('credentials')
+    assert credential['name'] == 'GPU nodes SSH' and credential['inputs']['username'] == 'ansible'
+    assert stub.stored_secrets[credential['id']] == {'ssh_key_data': FAKE_KEY}
+    (project,) = stub.find('projects')
+    assert project['scm_type'] == 'git' and project['scm_update_on_launch'] is True
+    assert project['default_environment'] == ee['id']
+    (inventory,) = stub.find('inventories')
+    templates = {t['name']: t for t in stub.find('job_templates')}
+    assert set(templates) == {'Converge GPU nodes', 'Rolling driver upgrade', 'GPU health report'}
+    for template in templates.values():
+        assert template['project'] == project['id'] and template['inventory'] == inventory['id']
+        assert template['execution_environment'] == ee['id'] and template['forks'] == 10
+        assert stub.associated(template, 'credentials') == [credential['id']]
+    assert templates['Converge GPU nodes']['ask_job_type_on_launch'] is True
+    assert templates['Converge GPU nodes']['ask_tags_on_launch'] is True
+    assert templates['GPU health report']['job_slice_count'] == 4
+    assert templates['Rolling driver upgrade']['job_slice_count'] == 1
+    assert templates['Rolling driver upgrade']['survey_enabled'] is True
+    survey = stub.survey(templates['Rolling driver upgrade'])
+    assert {question['variable'] for question in survey['spec']} == UPGRADE_SURVEY
+    assert not stub.survey(templates['Converge GPU nodes'])
+    (schedule,) = stub.find('schedules')
+    assert schedule['unified_job_template'] == templates['GPU health report']['id']
+    assert 'RRULE:FREQ=WEEKLY' in schedule['rrule']
+    (workflow,) = stub.find('workflow_job_templates')
+    nodes = {node['identifier']: node for node in stub.find('workflow_job_template_nodes')}
+    assert set(nodes) == {'converge', 'health'}
+    assert all(node['workflow_job_template'] == workflow['id'] for node in nodes.values())
+    assert nodes['converge']['unified_job_template'] == templates['Converge GPU nodes']['id']
+    assert nodes['health']['unified_job_template'] == templates['GPU health report']['id']
+    assert stub.associated(nodes['converge'], 'success_nodes') == [nodes['health']['id']]
