@@ -58,10 +58,9 @@ NOT_INPUTS = {
                       'nvidia_driver_loaded_version', 'nvidia_driver_reboot_reason', 'nvidia_driver_reboot_required'},
 }
 # Roles whose platform files (vars/ other than main.yml) hold data of one
-# package manager only, so they do not all have the same keys: apt sources and
-# keyrings against dnf repository names and rpm keys (container_toolkit), a dnf
-# module stream against an apt version probe package (nvidia_driver).
-PLATFORM_KEYS_DIFFER = ('container_toolkit', 'nvidia_driver')
+# package manager only, so they do not all have the same keys: a dnf module
+# stream against an apt version probe package (nvidia_driver).
+PLATFORM_KEYS_DIFFER = ('nvidia_driver',)
 
 
 def _spec_types(role):
