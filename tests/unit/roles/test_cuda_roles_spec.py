@@ -146,14 +146,174 @@ def test_cudnn_cuda_major_follows_the_default_toolkit(toolkit_default, expected)
 def test_cuda_toolkit_removal_takes_every_package_of_the_unlisted_toolkit():
     # cuda-toolkit-X-Y-config-common owns /usr/local/cuda-X.Y/version.json:
     # left installed, the toolkit's directory (and its alternatives) would stay.
-    tasks = load('cuda_toolkit', 'tasks', 'remove.yml')
-    expression = [t for t in tasks if t['name'] == 'Work out their packages'][0]['ansible.builtin.set_fact']
     installed = ['cuda-toolkit-12-8', 'cuda-toolkit-13-0', 'cuda-nvcc-13-0', 'cuda-cudart-13-0', 'libcublas-13-0',
                  'cuda-compat-13-0', 'cuda-toolkit-13-0-config-common', 'cuda-toolkit-13-config-common',
                  'cuda-toolkit-config-common', 'cuda-nvcc-12-8', 'cuda-toolkit-12-8-config-common',
                  'nvidia-driver', 'libcudnn9-cuda-13']
-    variables = trust({'ansible_facts': {'packages': {name: [{'version': '1'}] for name in installed}},
-                       '__cuda_toolkit_unlisted': ['13.0']})
-    assert plain(render(trust(expression['__cuda_toolkit_remove_packages']), variables)) == [
+    variables = _cuda_toolkit_vars(cuda_toolkit_versions=['12.8'])
+    # The state read (host_state_info packages); a package removed with its configuration left is not installed.
+    records = dict((name, {'version': '1', 'installed': True, 'held': False, 'status': 'installed'}) for name in installed)
+    records['libcublas-13-1'] = {'version': '1', 'installed': False, 'held': False, 'status': 'config-files'}
+    variables['__cuda_toolkit_state'] = trust({'packages': records})
+    assert plain(render(variables['__cuda_toolkit_unlisted'], variables)) == ['13.0']
+    assert plain(render(variables['__cuda_toolkit_remove_packages'], variables)) == [
         'cuda-compat-13-0', 'cuda-cudart-13-0', 'cuda-nvcc-13-0', 'cuda-toolkit-13-0',
         'cuda-toolkit-13-0-config-common', 'libcublas-13-0']
+
+
+# The link groups as the state read returns them: the link in
+# /etc/alternatives (the selected member) and update-alternatives' record
+# (mode, link, follower name and link lines, empty line, then per member its
+# path, its priority and one line per follower).
+ADMIN = '/var/lib/dpkg/alternatives/'
+LINKS = '/etc/alternatives/'
+
+
+def _link(target):
+    return {'exists': True, 'type': 'link', 'target': target}
+
+
+def _directory():
+    return {'exists': True, 'type': 'directory'}
+
+
+def _toolkit_state(contents, files, existing):
+    files = dict({LINKS + 'cuda': {'exists': False}, LINKS + 'cuda-12': {'exists': False},
+                  LINKS + 'cuda-13': {'exists': False}}, **files)
+    return {'packages': {}, 'files': files, 'contents': contents,
+            'globs': {'/usr/local/cuda-*': existing, '/var/lib/apt/lists/*_Packages*': []}}
+
+
+def _alternatives(variables, state):
+    variables['__cuda_toolkit_state_read'] = variables['__cuda_toolkit_state'] = trust(state)
+    tasks = load('cuda_toolkit', 'tasks', 'state.yml')
+    expression = [t for t in tasks if t['name'] == 'Keep what was read and work out the link groups'][0]
+    alternatives = plain(render(trust(expression['ansible.builtin.set_fact']['__cuda_toolkit_alternatives']), variables))
+    variables['__cuda_toolkit_alternatives'] = trust(alternatives)
+    return alternatives
+
+
+def test_cuda_toolkit_reads_the_link_groups_from_their_records():
+    variables = _cuda_toolkit_vars(cuda_toolkit_versions=['12.8', '13.0'])
+    variables.update(trust(load('cuda_toolkit', 'vars', 'Debian_12.yml')))
+    state = _toolkit_state(
+        contents={ADMIN + 'cuda': 'manual\n/usr/local/cuda\n\n/usr/local/cuda-12.8\n1208\n/usr/local/cuda-13.0\n1300\n\n',
+                  # A follower link: each member has one more line (empty where it has none).
+                  ADMIN + 'cuda-12': 'auto\n/usr/local/cuda-12\nnvcc-12\n/usr/bin/nvcc-12\n\n'
+                                     '/usr/local/cuda-12.8\n1208\n/usr/local/cuda-12.8/bin/nvcc\n/opt/cuda-12.9\n1209\n\n\n',
+                  ADMIN + 'cuda-13': None},
+        files={LINKS + 'cuda': _link('/usr/local/cuda-13.0'), LINKS + 'cuda-12': _link('/opt/cuda-12.9')},
+        existing=[])
+    assert _alternatives(variables, state) == {
+        'cuda': {'mode': 'manual', 'members': ['/usr/local/cuda-12.8', '/usr/local/cuda-13.0'], 'current': '/usr/local/cuda-13.0'},
+        'cuda-12': {'mode': 'auto', 'members': ['/usr/local/cuda-12.8', '/opt/cuda-12.9'], 'current': '/opt/cuda-12.9'},
+        'cuda-13': {'mode': '', 'members': [], 'current': ''},
+    }
+
+
+def test_cuda_toolkit_registers_missing_members_and_drops_gone_ones():
+    # 12.8 and 13.0 listed and installed; 12.4 was removed by hand but is still a member of "cuda" and "cuda-12";
+    # /opt/cuda-12.9 was registered by hand and exists; 13.0 is in no group yet.
+    variables = _cuda_toolkit_vars(cuda_toolkit_versions=['12.8', '13.0'])
+    variables.update(trust(load('cuda_toolkit', 'vars', 'Debian_12.yml')))
+    state = _toolkit_state(
+        contents={ADMIN + 'cuda': 'manual\n/usr/local/cuda\n\n/usr/local/cuda-12.8\n1208\n/usr/local/cuda-12.4\n1204\n\n',
+                  ADMIN + 'cuda-12': 'auto\n/usr/local/cuda-12\n\n/usr/local/cuda-12.4\n1204\n/opt/cuda-12.9\n1209\n\n',
+                  ADMIN + 'cuda-13': None},
+        files={'/usr/local/cuda-12.8': _directory(), '/usr/local/cuda-13.0': _directory(),
+               LINKS + 'cuda': _link('/usr/local/cuda-12.8')},
+        existing=['/usr/local/cuda-12', '/usr/local/cuda-12.8', '/usr/local/cuda-13.0'])
+    _alternatives(variables, state)
+    assert plain(render(variables['__cuda_toolkit_present'], variables)) == ['12.8', '13.0']
+    assert plain(render(variables['__cuda_toolkit_alt_members_elsewhere'], variables)) == ['/opt/cuda-12.9']
+    variables['__cuda_toolkit_alt_elsewhere'] = trust({'files': {'/opt/cuda-12.9': _directory()}})
+    assert plain(render(variables['__cuda_toolkit_alt_register'], variables)) == [
+        {'group': 'cuda', 'path': '/usr/local/cuda-13.0', 'priority': 1300},
+        {'group': 'cuda-12', 'path': '/usr/local/cuda-12.8', 'priority': 1208},
+        {'group': 'cuda-13', 'path': '/usr/local/cuda-13.0', 'priority': 1300}]
+    assert plain(render(variables['__cuda_toolkit_alt_drop'], variables)) == [
+        {'group': 'cuda', 'path': '/usr/local/cuda-12.4'}, {'group': 'cuda-12', 'path': '/usr/local/cuda-12.4'}]
+
+
+def test_cuda_toolkit_looks_after_the_link_group_of_a_removed_major():
+    variables = _cuda_toolkit_vars(cuda_toolkit_versions=['12.8'])
+    assert plain(render(variables['__cuda_toolkit_alternative_groups'], variables)) == ['cuda', 'cuda-12']
+    variables['__cuda_toolkit_removed'] = trust(['13.0'])
+    assert plain(render(variables['__cuda_toolkit_alternative_groups'], variables)) == ['cuda', 'cuda-12', 'cuda-13']
+
+
+@pytest.mark.parametrize('remove_unlisted, extra', [(False, []), (True, ['lib*-[0-9]*-[0-9]*', 'gds-tools-*', 'nsight-*'])])
+def test_cuda_toolkit_reads_the_component_packages_only_to_remove_them(remove_unlisted, extra):
+    variables = _cuda_toolkit_vars(cuda_toolkit_remove_unlisted=remove_unlisted)
+    patterns = plain(render(variables['__cuda_toolkit_state_packages'], variables))
+    assert patterns[0] == 'cuda-*' and 'libcuda1*' in patterns and 'nvidia-driver*' in patterns
+    assert [p for p in patterns if p in ('lib*-[0-9]*-[0-9]*', 'gds-tools-*', 'nsight-*')] == extra
+
+
+def _installed(**versions):
+    return dict((name, {'version': version, 'installed': True, 'held': name.endswith('held'), 'status': 'installed'})
+                for name, version in versions.items())
+
+
+@pytest.mark.parametrize('inputs, installed, missing', [
+    # Unversioned: any installed version will do.
+    ({}, {}, ['libcudnn9-cuda-12']),
+    ({}, {'libcudnn9-cuda-12': '9.8.0.87-1'}, []),
+    ({'cudnn_dev': True}, {'libcudnn9-cuda-12': '9.13.0.50-1'}, ['cudnn9-cuda-12']),
+    # Versioned: only a matching version will do.
+    ({'cudnn_version': '9.10'}, {'libcudnn9-cuda-12': '9.10.2.21-1'}, []),
+    ({'cudnn_version': '9.10'}, {'libcudnn9-cuda-12': '9.13.0.50-1'}, ['libcudnn9-cuda-12']),
+    ({'cudnn_version': '9.10', 'cudnn_dev': True}, {'libcudnn9-cuda-12': '9.10.2.21-1', 'libcudnn9-dev-cuda-12': '9.8.0.87-1'},
+     ['libcudnn9-dev-cuda-12']),
+    ({'cudnn_version': '9.10.2.21'}, {'libcudnn9-cuda-12': '1:9.10.2.21-1'}, []),
+    ({'cudnn_version': '9.10.2.21-2'}, {'libcudnn9-cuda-12': '9.10.2.21-1'}, ['libcudnn9-cuda-12']),
+])
+def test_cudnn_installs_only_what_is_missing(inputs, installed, missing):
+    variables = _cudnn_vars(**inputs)
+    variables['__cudnn_state'] = trust({'packages': _installed(**installed), 'files': {}})
+    assert plain(render(variables['__cudnn_packages_missing'], variables)) == missing
+
+
+def test_cudnn_knows_its_packages_and_their_holds():
+    variables = _cudnn_vars()
+    packages = _installed(**{'libcudnn9-cuda-12': '9.10.2.21-1', 'libcudnn9-dev-cuda-12': '9.10.2.21-1',
+                             'libcudnn9-cuda-13': '9.10.2.21-1'})
+    packages['libcudnn9-cuda-12']['held'] = True
+    packages['libcudnn9-static-cuda-12'] = {'version': '9.10.2.21-1', 'installed': False, 'held': True, 'status': 'config-files'}
+    variables['__cudnn_state'] = trust({'packages': packages, 'files': {}})
+    assert plain(render(variables['__cudnn_installed_ours'], variables)) == ['libcudnn9-cuda-12', 'libcudnn9-dev-cuda-12']
+    assert plain(render(variables['__cudnn_held_ours'], variables)) == ['libcudnn9-cuda-12']
+    assert plain(render(variables['__cudnn_installed_version'], variables)) == '9.10.2.21'
+
+
+@pytest.mark.parametrize('files, toolkit', [
+    ({'/usr/local/cuda': _link('/etc/alternatives/cuda'), '/etc/alternatives/cuda': _link('/usr/local/cuda-12.8')}, '12.8'),
+    ({'/usr/local/cuda': _link('cuda-13.0'), '/etc/alternatives/cuda': {'exists': False}}, '13.0'),
+    # A runfile install's directory, or nothing: no default toolkit.
+    ({'/usr/local/cuda': _directory(), '/etc/alternatives/cuda': {'exists': False}}, ''),
+    ({'/usr/local/cuda': {'exists': False}, '/etc/alternatives/cuda': {'exists': False}}, ''),
+])
+def test_cudnn_follows_usr_local_cuda_to_the_default_toolkit(files, toolkit):
+    variables = _cudnn_vars()
+    variables['__cudnn_state'] = trust({'packages': {}, 'files': files})
+    assert plain(render(variables['__cudnn_toolkit_from_link'], variables)) == toolkit
+
+
+MADISON = """libcudnn9-cuda-12 | 9.13.0.50-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages
+libcudnn9-cuda-12 | 9.10.2.21-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages
+libcudnn9-dev-cuda-12 | 9.10.2.21-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages
+"""
+
+
+@pytest.mark.parametrize('inputs, unavailable', [
+    ({'cudnn_version': '9.10', 'cudnn_dev': True}, []),
+    ({'cudnn_version': '9.13.0.50'}, []),
+    ({'cudnn_version': '9.13', 'cudnn_dev': True}, ['libcudnn9-dev-cuda-12 9.13 (offered: 9.10.2.21-1)']),
+    ({'cudnn_dev': True}, ['cudnn9-cuda-12 (in no configured repository)']),
+])
+def test_cudnn_says_what_the_repositories_cannot_provide(inputs, unavailable):
+    variables = _cudnn_vars(**inputs)
+    variables['__cudnn_madison'] = trust({'stdout': MADISON})
+    block = [t for t in load('cudnn', 'tasks', 'install_apt.yml') if t['name'] == 'Install cuDNN'][0]['block']
+    expression = [t for t in block if t['name'] == 'Record what the repositories cannot provide'][0]
+    assert plain(render(trust(expression['ansible.builtin.set_fact']['__cudnn_unavailable']), variables)) == unavailable
