@@ -4,8 +4,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The dcgm and dcgm_exporter roles: the expressions of vars/ that build
-package names and command lines, the templates they render, and the Grafana
-dashboard and Prometheus snippet the exporter role ships.
+package names and command lines, what they make of the one state read
+(tasks/state.yml: which packages are missing, whether systemd must be asked,
+whether the host engine listens), the bounded dcgmi commands, the templates
+they render, and the Grafana dashboard and Prometheus snippet the exporter
+role ships.
 
 Expressions and templates are rendered with Ansible's own templar, from the
 role's defaults plus the inputs of each case. The checks of the argument spec
@@ -53,6 +56,18 @@ def _render(value, variables):
 def _expr(role, name, os_file='Debian.yml', **inputs):
     variables = _variables(role, os_file, **inputs)
     return _render(variables[name], variables)
+
+
+def _task(role, file_name, task_name):
+    return [task for task in _load(role, 'tasks', file_name) if task['name'] == task_name][0]
+
+
+def _set_fact(role, file_name, task_name, **inputs):
+    """The facts a set_fact task of the role sets, rendered with its task vars over the inputs."""
+    task = _task(role, file_name, task_name)
+    variables = _variables(role, **inputs)
+    variables.update(_trust(task.get('vars', {})))
+    return dict((key, _render(_trust(value), variables)) for key, value in task['ansible.builtin.set_fact'].items())
 
 
 def _template(role, name, **inputs):
@@ -112,6 +127,246 @@ def test_platform_support(role):
 ])
 def test_dcgm_package_specs(os_file, inputs, expected):
     assert _expr('dcgm', '__dcgm_package_specs', os_file, **inputs) == expected
+
+
+def _installed(version, *names):
+    return dict((name, {'version': version, 'installed': True, 'held': False, 'status': 'installed'}) for name in names)
+
+
+CORE, PROPRIETARY = 'datacenter-gpu-manager-4-core', 'datacenter-gpu-manager-4-proprietary'
+CUDA12, CUDA13 = 'datacenter-gpu-manager-4-cuda12', 'datacenter-gpu-manager-4-cuda13'
+
+
+@pytest.mark.parametrize('os_file, installed, inputs, missing', [
+    # Nothing installed: everything, at the newest version.
+    ('Debian.yml', {}, {}, [CORE, PROPRIETARY, CUDA12]),
+    # Converged: the package manager is not run.
+    ('Debian.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12), {}, []),
+    # A plugin for another CUDA major does not count; nor one at another version than -core.
+    ('Debian.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA13), {}, [CUDA12]),
+    ('Debian.yml', dict(_installed('1:4.4.1-1', CORE, PROPRIETARY), **_installed('1:4.2.3-1', CUDA12)), {}, [CUDA12]),
+    # An upstream version is satisfied by any epoch and revision of it ...
+    ('Debian.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12), {'dcgm_version': '4.4.1'}, []),
+    # ... an exact one only by itself, and another version by none.
+    ('Debian.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12), {'dcgm_version': '1:4.4.1-2'},
+     [CORE, PROPRIETARY, CUDA12]),
+    ('Debian.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12), {'dcgm_version': '4.4.10'},
+     [CORE, PROPRIETARY, CUDA12]),
+    # Extra packages join the installed set's version.
+    ('Debian.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12),
+     {'dcgm_extra_packages': ['datacenter-gpu-manager-4-proprietary-cuda12']},
+     ['datacenter-gpu-manager-4-proprietary-cuda12']),
+    # rpm versions carry the epoch the same way.
+    ('RedHat.yml', _installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12), {'dcgm_version': '4.4.1'}, []),
+])
+def test_dcgm_installs_only_what_is_missing(os_file, installed, inputs, missing):
+    version = installed.get(CORE, {}).get('version', '')
+    assert _expr('dcgm', '__dcgm_packages_missing', os_file, __dcgm_driver_cuda_major='12', __dcgm_installed=installed,
+                 __dcgm_installed_version=version, **inputs) == missing
+
+
+STATE = {
+    'packages': dict(_installed('1:4.4.1-1', CORE, PROPRIETARY, CUDA12),
+                     **{'datacenter-gpu-manager': {'version': '1:3.3.9', 'installed': False, 'held': False,
+                                                   'status': 'config-files'}}),
+    'files': {},
+    'units': {'nvidia-dcgm.service': {'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled',
+                                      'drop_in_paths': ['/etc/systemd/system/nvidia-dcgm.service.d/10-gpufleet-listener.conf']}},
+    'globs': {'/run/sim/nvswitch/devices/*': ['/run/sim/nvswitch/devices/0000:05:00.0',
+                                              '/run/sim/nvswitch/devices/0000:06:00.0']},
+}
+
+
+def test_dcgm_state_read_gives_the_installed_dcgm_the_nvswitches_and_the_driver():
+    smi = {'failure': None, 'driver': {'version': '580.95.05', 'cuda_version': '13.0'},
+           'gpus': [{'index': 0, 'uuid': 'GPU-a'}, {'index': 1, 'uuid': 'GPU-b'}]}
+    facts = _set_fact('dcgm', 'state.yml', 'Record the installed DCGM, the unit, the NVSwitches and the driver',
+                      __dcgm_state=STATE, __dcgm_smi=smi, dcgm_nvswitch_devices_path='/run/sim/nvswitch/devices/')
+    assert facts['__dcgm_installed_version'] == '1:4.4.1-1'
+    # Only installed packages count: DCGM 3's left-over configuration is not DCGM 3.
+    assert sorted(facts['__dcgm_installed']) == [CORE, CUDA12, PROPRIETARY]
+    assert facts['__dcgm_legacy_installed'] == []
+    assert facts['__dcgm_unit']['active_state'] == 'active'
+    assert facts['__dcgm_nvswitches'] == ['0000:05:00.0', '0000:06:00.0']
+    assert facts['__dcgm_driver_ready'] is True
+    assert facts['__dcgm_driver_cuda_major'] == '13'
+    assert facts['__dcgm_gpus'] == ['GPU-a', 'GPU-b']
+
+
+def test_dcgm_state_read_without_a_driver_or_nvswitches():
+    state = dict(STATE, packages=_installed('1:3.3.9', 'datacenter-gpu-manager'), units={},
+                 globs={'/proc/driver/nvidia-nvswitch/devices/*': []})
+    smi = {'failure': {'reason': 'not_installed', 'hint': 'x'}, 'driver': {'version': None, 'cuda_version': None},
+           'gpus': []}
+    facts = _set_fact('dcgm', 'state.yml', 'Record the installed DCGM, the unit, the NVSwitches and the driver',
+                      __dcgm_state=state, __dcgm_smi=smi)
+    assert facts['__dcgm_installed_version'] == ''
+    assert facts['__dcgm_legacy_installed'] == ['datacenter-gpu-manager']
+    assert facts['__dcgm_unit'] == {}
+    assert facts['__dcgm_nvswitches'] == []
+    assert facts['__dcgm_driver_ready'] is False
+    assert facts['__dcgm_driver_cuda_major'] == ''
+    assert facts['__dcgm_gpus'] == []
+
+
+SKIPPED = {'changed': False, 'skipped': True}
+UNCHANGED = {'changed': False}
+CHANGED = {'changed': True}
+ACTIVE_DCGM = STATE['units']['nvidia-dcgm.service']
+
+
+@pytest.mark.parametrize('unit, install, dropin, needed', [
+    # Converged: systemd is not asked.
+    (ACTIVE_DCGM, SKIPPED, UNCHANGED, False),
+    (ACTIVE_DCGM, CHANGED, UNCHANGED, True),
+    (ACTIVE_DCGM, SKIPPED, CHANGED, True),
+    (dict(ACTIVE_DCGM, active_state='failed'), SKIPPED, UNCHANGED, True),
+    (dict(ACTIVE_DCGM, unit_file_state='disabled'), SKIPPED, UNCHANGED, True),
+    # The drop-in is on disk but systemd has not read it.
+    (dict(ACTIVE_DCGM, drop_in_paths=[]), SKIPPED, UNCHANGED, True),
+    # No such unit yet (or no systemd).
+    ({}, SKIPPED, UNCHANGED, True),
+])
+def test_dcgm_service_is_asked_only_when_something_differs(unit, install, dropin, needed):
+    assert _expr('dcgm', '__dcgm_service_needed', __dcgm_unit=unit, __dcgm_install=install, __dcgm_dropin=dropin) is needed
+
+
+@pytest.mark.parametrize('file_name, task_name, inputs, argv', [
+    ('verify.yml', 'List the devices the host engine discovers', {},
+     ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'discovery', '--host', '127.0.0.1:5555', '--list']),
+    ('health.yml', "Read the host engine's health watches", {'dcgm_port': 5565},
+     ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'health', '--host', '127.0.0.1:5565', '--fetch', '--json']),
+    ('health.yml', 'Set the health watches', {'dcgm_health_watches': 'pmt'},
+     ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'health', '--host', '127.0.0.1:5555', '--set', 'pmt']),
+    ('diag.yml', 'Run the DCGM diagnostic', {'dcgm_diag_level': 1},
+     ['timeout', '--kill-after=5', '300', '/usr/bin/dcgmi', 'diag', '--host', '127.0.0.1:5555', '--run', '1', '--json']),
+    ('diag.yml', 'Run the DCGM diagnostic', {'dcgm_diag_level': 3, 'dcgm_unix_socket': '/run/nvidia-dcgm/engine'},
+     ['timeout', '--kill-after=5', '7200', '/usr/bin/dcgmi', 'diag', '--host', 'unix:///run/nvidia-dcgm/engine',
+      '--run', '3', '--json']),
+])
+def test_every_dcgmi_call_is_bounded(file_name, task_name, inputs, argv):
+    task = _task('dcgm', file_name, task_name)
+    variables = _variables('dcgm', **inputs)
+    variables.update(_trust(task.get('vars', {})))
+    assert _render(_trust(task['ansible.builtin.command']['argv']), variables) == argv
+    if 'until' in task:
+        # A timed-out call ends the retries at once: a wedged engine is not waited out 15 times.
+        for rc, done in [(0, True), (1, False), (124, True), (137, True)]:
+            variables[task['register']] = {'rc': rc}
+            assert _render(_trust('{{ %s }}' % task['until']), variables) is done, rc
+
+
+@pytest.mark.parametrize('level', [1, 2, 3, 4])
+def test_every_diagnostic_level_has_a_bound(level):
+    timeouts = _expr('dcgm', '__dcgm_diag_timeouts')
+    assert timeouts[level] > 0
+    assert level == 1 or timeouts[level] > timeouts[level - 1]
+
+
+# --- input rules (gpufleet.nvidia.check_inputs in tasks/preflight.yml) -------------------
+
+def _broken_rules(role, task_name, **inputs):
+    """The variables whose rules fail, as the check_inputs action evaluates them."""
+    task = _task(role, 'preflight.yml', task_name)
+    variables = _variables(role, **inputs)
+    variables.update(_trust(task.get('vars', {})))
+
+    def holds(conditions):
+        conditions = conditions if isinstance(conditions, list) else [conditions]
+        return all(_render(_trust('{{ (%s) | bool }}' % c), variables) for c in conditions)
+
+    broken = []
+    for rule in task['gpufleet.nvidia.check_inputs']['rules']:
+        if holds(rule.get('when', [])) and not holds(rule['that']):
+            broken.append((rule['var'], _render(_trust(rule['msg']), variables)))
+    return broken
+
+
+BCRYPT = '$2b$10$abcdefghijklmnopqrstuu0123456789ABCDEFGHIJKLMNOPQRSTU'
+METRIC = {'name': 'DCGM_FI_DEV_POWER_MGMT_LIMIT', 'type': 'gauge', 'help': 'Power limit (in W).'}
+
+
+@pytest.mark.parametrize('role, task_name, inputs, var, words', [
+    ('dcgm', 'Check the inputs', {'dcgm_version': '3.3.9'}, 'dcgm_version', 'DCGM 4'),
+    ('dcgm', 'Check the inputs', {'dcgm_extra_packages': ['datacenter-gpu-manager']}, 'dcgm_extra_packages', 'DCGM 4'),
+    ('dcgm', 'Check the inputs', {'dcgm_port': 0}, 'dcgm_port', '65535'),
+    ('dcgm', 'Check the inputs', {'dcgm_unix_socket': 'run/engine'}, 'dcgm_unix_socket', 'absolute'),
+    ('dcgm', 'Check the inputs', {'dcgm_listen_address': '10.0.0.0/8'}, 'dcgm_listen_address', 'one address'),
+    ('dcgm', 'Check the inputs', {'dcgm_health_watches': 'px'}, 'dcgm_health_watches', 'letters'),
+    ('dcgm', 'Check the inputs', {'dcgm_diag_level': 5}, 'dcgm_diag_level', 'null'),
+    ('dcgm', 'Check the inputs', {'dcgm_diag_level': 2}, 'dcgm_diag_level', 'dcgm_diag_allow_long: true'),
+    ('dcgm', 'Check the inputs', {'dcgm_package_lock_timeout': -1}, 'dcgm_package_lock_timeout', 'seconds'),
+    ('dcgm', 'Check the CUDA plugin package and the installed DCGM',
+     {'__dcgm_driver_ready': True, '__dcgm_driver_cuda_major': '', '__dcgm_smi': {'driver': {'cuda_version': None}},
+      '__dcgm_legacy_installed': []}, 'dcgm_cuda_major', '11, 12 or 13'),
+    ('dcgm', 'Check the CUDA plugin package and the installed DCGM',
+     {'__dcgm_driver_ready': True, '__dcgm_driver_cuda_major': '12', '__dcgm_smi': {'driver': {'cuda_version': '12.8'}},
+      '__dcgm_legacy_installed': ['datacenter-gpu-manager']}, 'dcgm_remove_legacy', 'datacenter-gpu-manager'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_port': 70000}, 'dcgm_exporter_port', '65535'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_listen_address': '10.0.0.0/8'},
+     'dcgm_exporter_listen_address', 'one address'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_collect_interval': 0},
+     'dcgm_exporter_collect_interval', 'milliseconds'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_version': 'latest'}, 'dcgm_exporter_version', '4.1.3'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_hostengine': 'unix:/run/engine'},
+     'dcgm_exporter_hostengine', 'unix:///path'),
+    ('dcgm_exporter', 'Check the inputs',
+     {'dcgm_exporter_extra_counters': [dict(METRIC, name='POWER_MGMT_LIMIT')]}, 'dcgm_exporter_extra_counters',
+     'DCGM_FI_'),
+    ('dcgm_exporter', 'Check the inputs',
+     {'dcgm_exporter_extra_counters': [dict(METRIC, help='two\nlines')]}, 'dcgm_exporter_extra_counters', 'one-line'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_counters': [dict(METRIC, type='enum')]},
+     'dcgm_exporter_counters', 'type'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_extra_counters': [dict(METRIC, name='DCGM_FI_DEV_GPU_UTIL')]},
+     'dcgm_exporter_extra_counters', 'once'),
+    ('dcgm_exporter', 'Check the inputs',
+     {'dcgm_exporter_counters': [{'name': 'DCGM_FI_DRIVER_VERSION', 'type': 'label', 'help': 'Driver.'}]},
+     'dcgm_exporter_counters', 'not a label'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_web_config': {'basic_auth_users': {'prometheus': BCRYPT}}},
+     'dcgm_exporter_verify_username', 'dcgm_exporter_verify: false'),
+    ('dcgm_exporter', 'Check the web configuration', {'dcgm_exporter_web_config': {'basic_auth_users': {'p': 'secret'}}},
+     'dcgm_exporter_web_config', 'bcrypt'),
+    ('dcgm_exporter', 'Check the web configuration',
+     {'dcgm_exporter_web_config': {'tls_server_config': {'cert_file': '/etc/x.crt'}}}, 'dcgm_exporter_web_config',
+     'key_file'),
+    ('dcgm_exporter', 'Check the web configuration', {'dcgm_exporter_web_config': {'tls_config': {}}},
+     'dcgm_exporter_web_config', 'takes'),
+])
+def test_each_bad_input_breaks_the_rule_that_names_it(role, task_name, inputs, var, words):
+    broken = _broken_rules(role, task_name, **inputs)
+    assert [name for name, _msg in broken] == [var], broken
+    assert words in broken[0][1]
+
+
+@pytest.mark.parametrize('role, task_name, inputs', [
+    ('dcgm', 'Check the inputs', {}),
+    ('dcgm', 'Check the inputs', {'dcgm_diag_level': 3, 'dcgm_diag_allow_long': True, 'dcgm_health_watches': 'a',
+                                  'dcgm_unix_socket': '/run/nvidia-dcgm/nv-hostengine', 'dcgm_version': '1:4.4.1-1'}),
+    # Without a driver (check mode) the driver-dependent rules are not evaluated.
+    ('dcgm', 'Check the CUDA plugin package and the installed DCGM',
+     {'__dcgm_driver_ready': False, '__dcgm_smi': {'driver': {'cuda_version': None}},
+      '__dcgm_legacy_installed': ['datacenter-gpu-manager']}),
+    ('dcgm', 'Check the CUDA plugin package and the installed DCGM',
+     {'__dcgm_driver_ready': True, '__dcgm_driver_cuda_major': '13', '__dcgm_smi': {'driver': {'cuda_version': '13.0'}},
+      '__dcgm_legacy_installed': ['datacenter-gpu-manager'], 'dcgm_remove_legacy': True}),
+    ('dcgm_exporter', 'Check the inputs', {}),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_extra_counters': [METRIC], 'dcgm_exporter_hostengine': 'unix:///run/e',
+                                           'dcgm_exporter_web_config': {'basic_auth_users': {'prometheus': BCRYPT}},
+                                           'dcgm_exporter_verify_username': 'prometheus',
+                                           'dcgm_exporter_verify_password': 'x'}),
+    ('dcgm_exporter', 'Check the web configuration', {}),
+    ('dcgm_exporter', 'Check the web configuration',
+     {'dcgm_exporter_web_config': {'tls_server_config': {'cert_file': '/etc/x.crt', 'key_file': '/etc/x.key'},
+                                   'basic_auth_users': {'prometheus': BCRYPT}}}),
+])
+def test_good_inputs_break_no_rule(role, task_name, inputs):
+    assert _broken_rules(role, task_name, **inputs) == []
+
+
+def test_the_web_configuration_check_logs_nothing():
+    # Its rule's excerpt of the value would show the bcrypt hashes.
+    assert _task('dcgm_exporter', 'preflight.yml', 'Check the web configuration')['no_log'] is True
+    assert _task('dcgm_exporter', 'configure.yml', 'Write the web configuration (TLS, basic auth)')['no_log'] is True
 
 
 # --- dcgm: host engine command line and dcgmi target ----------------------------------
@@ -229,6 +484,94 @@ def test_exporter_verification_url(inputs, url):
 ])
 def test_exporter_package_spec(name, version, spec):
     assert _expr('dcgm_exporter', '__dcgm_exporter_package_spec', name, dcgm_exporter_version=version) == spec
+
+
+@pytest.mark.parametrize('os_file, version, installed, missing', [
+    ('Debian.yml', '', '', True),
+    # Installed, no version asked: never moved.
+    ('Debian.yml', '', '4.1.1-1', False),
+    ('Debian.yml', '4.1.1', '4.1.1-1', False),
+    ('Debian.yml', '4.1.3', '4.1.1-1', True),
+    ('Debian.yml', '4.1.1-2', '4.1.1-1', True),
+    ('Debian.yml', '4.1.1-1', '4.1.1-1', False),
+    ('RedHat.yml', '4.1.1', '1:4.1.1-1', False),
+])
+def test_exporter_installs_only_when_missing(os_file, version, installed, missing):
+    assert _expr('dcgm_exporter', '__dcgm_exporter_package_missing', os_file, dcgm_exporter_version=version,
+                 __dcgm_exporter_installed_version=installed) is missing
+
+
+ACTIVE_EXPORTER = {'active_state': 'active', 'unit_file_state': 'enabled',
+                   'drop_in_paths': ['/etc/systemd/system/nvidia-dcgm-exporter.service.d/10-gpufleet.conf']}
+
+
+@pytest.mark.parametrize('unit, install, dropin, needed', [
+    (ACTIVE_EXPORTER, SKIPPED, UNCHANGED, False),
+    (ACTIVE_EXPORTER, CHANGED, UNCHANGED, True),
+    (ACTIVE_EXPORTER, SKIPPED, CHANGED, True),
+    (dict(ACTIVE_EXPORTER, active_state='activating'), SKIPPED, UNCHANGED, True),
+    (dict(ACTIVE_EXPORTER, drop_in_paths=['/run/systemd/system/nvidia-dcgm-exporter.service.d/x.conf']),
+     SKIPPED, UNCHANGED, True),
+    ({}, SKIPPED, UNCHANGED, True),
+])
+def test_exporter_service_is_asked_only_when_something_differs(unit, install, dropin, needed):
+    assert _expr('dcgm_exporter', '__dcgm_exporter_service_needed', __dcgm_exporter_unit=unit,
+                 __dcgm_exporter_install=install, __dcgm_exporter_dropin=dropin) is needed
+
+
+# /proc/net/tcp and tcp6 of a host with the DCGM engines of two scenarios
+# (127.0.0.1:5555 and 5565 = 0x15B3, 0x15BD), a wildcard sshd (0.0.0.0:22),
+# an established connection to 5566 and a wildcard IPv6 listener on 5575.
+PROC_NET_TCP = (
+    '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n'
+    '   0: 0100007F:15B3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 677315 1 0 100 0 0 10 0\n'
+    '   1: 0100007F:15BD 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 676080 1 0 100 0 0 10 0\n'
+    '   2: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1120 1 0 100 0 0 10 0\n'
+    '   3: 0100007F:A2C4 0100007F:15BE 01 00000000:00000000 02:000A7E2B 00000000     0        0 701811 2 0 20 4 30 10 -1\n'
+)
+PROC_NET_TCP6 = (
+    '  sl  local_address                         remote_address                        st tx_queue rx_queue\n'
+    '   0: 00000000000000000000000000000000:15C7 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000\n'
+)
+
+
+@pytest.mark.parametrize('inputs, contents, listening', [
+    ({}, ['/proc/net/tcp'], True),
+    ({'dcgm_port': 5565}, ['/proc/net/tcp'], True),
+    # 5566 only appears as the remote end of a connection.
+    ({'dcgm_port': 5566}, ['/proc/net/tcp'], False),
+    # sshd's wildcard listener answers on loopback too.
+    ({'dcgm_exporter_hostengine': 'localhost:22'}, ['/proc/net/tcp'], True),
+    ({'dcgm_exporter_hostengine': '[::1]:5575'}, ['/proc/net/tcp6'], True),
+    ({'dcgm_exporter_hostengine': '[::1]:5555'}, ['/proc/net/tcp6'], False),
+    # Another host: the kernel of this one cannot tell, wait_for asks.
+    ({'dcgm_exporter_hostengine': 'gpu-mgmt:5555'}, [], False),
+    ({'dcgm_listen_address': '10.0.0.5'}, [], False),
+])
+def test_exporter_sees_a_local_host_engine_listen_in_the_socket_table(inputs, contents, listening):
+    assert _expr('dcgm_exporter', '__dcgm_exporter_state_contents', **inputs) == contents
+    state = {'packages': {}, 'units': {}, 'files': {},
+             'contents': {'/proc/net/tcp': PROC_NET_TCP, '/proc/net/tcp6': PROC_NET_TCP6}}
+    facts = _set_fact('dcgm_exporter', 'state.yml',
+                      'Record the installed exporter, its unit and whether the host engine listens',
+                      __dcgm_exporter_state=state, **inputs)
+    assert facts['__dcgm_exporter_engine_listening'] is listening
+    assert facts['__dcgm_exporter_installed_version'] == ''
+    assert facts['__dcgm_exporter_unit'] == {}
+
+
+@pytest.mark.parametrize('exists, listening', [(True, True), (False, False)])
+def test_exporter_sees_a_host_engine_socket(exists, listening):
+    inputs = {'dcgm_unix_socket': '/run/nvidia-dcgm/nv-hostengine'}
+    assert _expr('dcgm_exporter', '__dcgm_exporter_state_contents', **inputs) == []
+    assert '/run/nvidia-dcgm/nv-hostengine' in _expr('dcgm_exporter', '__dcgm_exporter_state_files', **inputs)
+    state = {'packages': _installed('4.1.1-1', 'datacenter-gpu-manager-exporter'), 'units': {}, 'contents': {},
+             'files': {'/run/nvidia-dcgm/nv-hostengine': {'exists': exists, 'type': 'other'}}}
+    facts = _set_fact('dcgm_exporter', 'state.yml',
+                      'Record the installed exporter, its unit and whether the host engine listens',
+                      __dcgm_exporter_state=state, **inputs)
+    assert facts['__dcgm_exporter_engine_listening'] is listening
+    assert facts['__dcgm_exporter_installed_version'] == '4.1.1-1'
 
 
 # --- dcgm_exporter: files it writes -----------------------------------------------------
