@@ -70,7 +70,8 @@ class ActionModule(ActionBase):
                 # A value of the wrong shape can break the test itself ("x | int"
                 # on a mapping): that is this rule failing, not the play crashing.
                 pass
-            errors.append({'var': rule['var'], 'msg': str(rule['msg']).strip(), 'value': self._value(rule['var'])})
+            value = 'a secret value, not shown' if rule.get('secret') else self._value(rule['var'])
+            errors.append({'var': rule['var'], 'msg': str(rule['msg']).strip(), 'value': value})
         result['changed'] = False
         result['errors'] = errors
         result['checked'] = len(rules)

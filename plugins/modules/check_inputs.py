@@ -49,6 +49,10 @@ options:
         description: Conditions under which the rule applies.
         type: list
         elements: str
+      secret:
+        description: Do not show the value in the message (passwords, private keys, password hashes).
+        type: bool
+        default: false
 attributes:
   check_mode:
     support: full
