@@ -429,8 +429,12 @@ def main(argv=None):
     os.makedirs(args.workdir, exist_ok=True)
     for script in ('docker-engine.sh start', 'base-images.sh debian12'):
         run([os.path.join(HARNESS, script.split()[0])] + script.split()[1:])
-    run([os.path.join(HARNESS, 'simulated-repo.sh'), 'start'],
-        env=dict(os.environ, PYTHON=os.path.join(VENV_BIN, 'python')))
+    # This checkout's own build of the simulated repository (by content hash).
+    _s, repo = run([os.path.join(HARNESS, 'simulated-repo.sh'), 'start', '--env'],
+                   env=dict(os.environ, PYTHON=os.path.join(VENV_BIN, 'python')))
+    global REPO_URL, REPO_DIR  # pylint: disable=global-statement
+    found = dict(line.split('=', 1) for line in repo.stdout.splitlines() if '=' in line)
+    REPO_URL, REPO_DIR = found['GPUFLEET_TEST_REPO_URL'], found['GPUFLEET_TEST_REPO_DIR']
     _s, head = run(['git', 'rev-parse', '--short', 'HEAD'])
     _s, dirty = run(['git', 'status', '--porcelain', '--untracked-files=no'])
     tree = Tree(TOP, head.stdout.strip())

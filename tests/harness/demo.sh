@@ -43,7 +43,9 @@ python3 "$here/ports.py" --for "the demo fleet" --own gpufleet-demo- \
 
 "$here/docker-engine.sh" start
 "$here/base-images.sh"
-PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start
+# This run's own build of the simulated repository (by content hash).
+eval "$(PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start --env)"
+export GPUFLEET_TEST_REPO_DIR GPUFLEET_TEST_REPO_URL
 
 while IFS=$'\t' read -r host image _; do
   if [ "$(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null)" = true ]; then

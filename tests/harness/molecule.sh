@@ -86,7 +86,9 @@ trap cleanup EXIT
 
 "$here/docker-engine.sh" start
 "$here/base-images.sh"
-PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start
+# This run's own build of the simulated repository (by content hash).
+eval "$(PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start --env)"
+export GPUFLEET_TEST_REPO_DIR GPUFLEET_TEST_REPO_URL
 
 export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}

@@ -204,13 +204,20 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--out", required=True, help="output directory (replaced on rebuild)")
+    parser.add_argument("--out", help="output directory (replaced on rebuild)")
     parser.add_argument("--payload", default=DEFAULT_PAYLOAD, help="simulator payload (tests/nvidia_sim)")
     parser.add_argument("--base-url", default=DEFAULT_BASE_URL,
                         help="URL the mirror is served at; written into cuda-keyring's .list")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--jobs", type=int, default=None, help="parallel dpkg-deb runs (default: CPUs)")
+    parser.add_argument("--print-key", action="store_true",
+                        help="print the short content hash of the scripts and payload (not of --base-url) and exit")
     args = parser.parse_args(argv)
+    if args.print_key:
+        print(content_hash(catalog.packages(), os.path.abspath(args.payload), "")[:12])
+        return 0
+    if not args.out:
+        parser.error("--out is required")
     try:
         build(args.out, os.path.abspath(args.payload), args.base_url, args.force, args.jobs)
     except (BuildError, subprocess.CalledProcessError) as exc:
