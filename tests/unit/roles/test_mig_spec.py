@@ -81,7 +81,7 @@ def test_layouts_are_normalised_for_the_module_and_the_boot_file():
 
 
 def test_the_boot_file_is_the_json_the_boot_script_reads():
-    task = _task('boot.yml', 'Write the layout the boot script applies')['ansible.builtin.copy']
+    task = _task('boot.yml', 'Write the layout the boot script applies')['gpufleet.nvidia.config_file']
     layouts = [{'gpus': ['0'], 'profiles': {'3g.20gb': 2}}]
     text = _render(task['content'], _role_vars(__mig_config_layouts=layouts))
     assert json.loads(text) == {'version': 1, 'layouts': layouts}
@@ -135,12 +135,11 @@ def test_reset_services_are_compared_as_unit_names(services, expected):
     assert _render(variables['__mig_reset_stop_units'], variables) == expected
 
 
-@pytest.mark.parametrize('source_var, path_var, name, task', [
-    ('__mig_library_src', '__mig_library_path', 'nvidia_mig.py', 'Install the MIG parsers the boot script plans with'),
-    ('__mig_record_src', '__mig_record_path', 'gpu_record.py',
-     'Install the GPU record the boot script reads nvidia-smi with'),
+@pytest.mark.parametrize('source_var, path_var, name', [
+    ('__mig_library_src', '__mig_library_path', 'nvidia_mig.py'),
+    ('__mig_record_src', '__mig_record_path', 'gpu_record.py'),
 ])
-def test_boot_script_libraries_are_the_collection_module_utils(source_var, path_var, name, task):
+def test_boot_script_libraries_are_the_collection_module_utils(source_var, path_var, name):
     variables = _role_vars()
     source = os.path.normpath(_render(variables[source_var], variables))
     assert source == os.path.join(REPO_ROOT, 'plugins', 'module_utils', name)
@@ -148,6 +147,14 @@ def test_boot_script_libraries_are_the_collection_module_utils(source_var, path_
     # Beside the script, which imports it from its own directory.
     script_dir = os.path.dirname(_render(variables['__mig_script_path'], variables))
     assert _render(variables[path_var], variables) == os.path.join(script_dir, name)
-    assert _task('boot.yml', task)['ansible.builtin.copy'] == {
-        'src': '{{ %s }}' % source_var, 'dest': '{{ %s }}' % path_var, 'owner': 'root', 'group': 'root',
-        'mode': '0644'}
+    # Installed as they are, by the task that installs the script.
+    code = [dict((k, os.path.normpath(v)) for k, v in entry.items())
+            for entry in _render(variables['__mig_boot_code'], variables)]
+    assert {'src': source, 'dest': os.path.join(script_dir, name)} in code
+    assert {'src': os.path.join(ROLE_DIR, 'files', 'gpufleet_mig_layout.py'),
+            'dest': os.path.join(script_dir, 'gpufleet_mig_layout.py')} in code
+    task = _task('boot.yml', 'Install the boot script and the collection code it plans with')
+    assert task['loop'] == '{{ __mig_boot_code }}'
+    assert task['gpufleet.nvidia.config_file'] == {
+        'content': "{{ lookup('ansible.builtin.file', item.src, rstrip=false) }}", 'dest': '{{ item.dest }}',
+        'owner': 'root', 'group': 'root', 'mode': '0644', 'known': '{{ __mig_state.files }}'}
