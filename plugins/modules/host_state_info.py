@@ -58,10 +58,17 @@ options:
     type: list
     elements: str
     default: []
+  links:
+    description:
+      - Shell glob patterns whose matching symbolic links are returned with their targets (for example DKMS's
+        C(/var/lib/dkms/*/kernel-*) links, which say which module version is installed for which kernel).
+    type: list
+    elements: str
+    default: []
   keyrings:
     description:
-      - OpenPGP keyring files (armored or binary) whose primary key fingerprints are returned, read with
-        C(gpg --show-keys) in a scratch home directory.
+      - OpenPGP keyring files (armored or binary) whose primary key fingerprints are returned, computed from
+        the key packets (no gpg process).
     type: list
     elements: path
     default: []
@@ -145,6 +152,11 @@ globs:
   description: Per pattern of O(globs), the matching paths, sorted.
   returned: always
   type: dict
+links:
+  description: Per symbolic link matching O(links), its target.
+  returned: always
+  type: dict
+  sample: {"/var/lib/dkms/nvidia/kernel-6.1.0-28-amd64-x86_64": "570.195.03/6.1.0-28-amd64/x86_64"}
 keyrings:
   description:
     - Per keyring of O(keyrings), C(exists), C(fingerprints) (primary keys, upper case) and C(error) (why they
@@ -174,13 +186,12 @@ import grp
 import hashlib
 import os
 import pwd
-import shutil
 import stat
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.openpgp import primary_fingerprints
 
 MAX_CHECKSUM_BYTES = 16 * 1024 * 1024
 SECURE_BOOT_VAR = '/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c'
@@ -341,41 +352,30 @@ def _units(module, names):
     return units
 
 
-def _keyrings(module, paths):
+def _keyrings(paths):
     found = {}
-    if not paths:
-        return found
-    gpg = module.get_bin_path('gpg')
-    home = tempfile.mkdtemp(prefix='gpufleet-keyring-')
-    try:
-        for path in paths:
-            if not os.path.isfile(path):
-                found[path] = {'exists': False, 'fingerprints': [], 'error': None}
-                continue
-            if not gpg:
-                found[path] = {'exists': True, 'fingerprints': [], 'error': 'gpg is not installed'}
-                continue
-            rc, out, err = module.run_command(
-                [gpg, '--batch', '--show-keys', '--with-colons', '--fixed-list-mode', path],
-                environ_update=dict(LOCALE, GNUPGHOME=home))
-            found[path] = {'exists': True, 'fingerprints': _primary_fingerprints(out),
-                           'error': None if rc == 0 else (err.strip() or 'gpg exited %d' % rc)}
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    for path in paths:
+        try:
+            with open(path, 'rb') as handle:
+                data = handle.read(1024 * 1024)
+        except (IOError, OSError):
+            found[path] = {'exists': os.path.exists(path), 'fingerprints': [], 'error': None}
+            continue
+        try:
+            found[path] = {'exists': True, 'fingerprints': primary_fingerprints(data), 'error': None}
+        except (ValueError, IndexError) as exc:
+            found[path] = {'exists': True, 'fingerprints': [], 'error': 'not an OpenPGP public key: %s' % exc}
     return found
 
 
-def _primary_fingerprints(colons):
-    # The first "fpr" record after each "pub" record is the primary key's.
-    fingerprints, want = [], False
-    for line in colons.splitlines():
-        kind = line.split(':', 1)[0]
-        if kind == 'pub':
-            want = True
-        elif kind == 'fpr' and want:
-            fingerprints.append(line.split(':')[9].upper())
-            want = False
-    return fingerprints
+def _links(patterns):
+    """Per glob pattern, the symbolic links it matches and their targets."""
+    found = {}
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            if os.path.islink(path):
+                found[path] = os.readlink(path)
+    return found
 
 
 def _read_sysfs(path):
@@ -423,6 +423,7 @@ def main():
             contents=dict(type='list', elements='path', default=[]),
             units=dict(type='list', elements='str', default=[]),
             globs=dict(type='list', elements='str', default=[]),
+            links=dict(type='list', elements='str', default=[]),
             # Public keys only: nothing secret is read or returned.
             keyrings=dict(type='list', elements='path', default=[], no_log=False),
             pci_devices_path=dict(type='path', default=''),
@@ -455,7 +456,8 @@ def main():
         truncated=truncated,
         units=_units(module, params['units']),
         globs=_globs(params['globs']),
-        keyrings=_keyrings(module, params['keyrings']),
+        keyrings=_keyrings(params['keyrings']),
+        links=_links(params['links']),
         pci_devices=_pci_devices(params['pci_devices_path']),
         secure_boot=_secure_boot() if params['secure_boot'] else None,
         now=time.time(),

@@ -5,10 +5,14 @@ import csv
 import io
 import json
 import os
+import sys
 import tomllib
 
 import pytest
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+from host_checks import keyring_primary_fingerprints  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
             "libnvidia-container1")
@@ -74,8 +78,7 @@ def test_repository_is_a_deb822_source_signed_by_the_checked_key(host):
     repo_dir = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
     with open(os.path.join(repo_dir, "keys", "nvidia-container-toolkit-fingerprint")) as handle:
         expected = handle.read().strip()
-    keys = host.check_output("gpg --show-keys --with-colons /etc/apt/keyrings/nvidia-container-toolkit.asc")
-    assert [line.split(":")[9] for line in keys.splitlines() if line.startswith("fpr:")][0] == expected
+    assert keyring_primary_fingerprints(host, "/etc/apt/keyrings/nvidia-container-toolkit.asc") == [expected]
     # NVIDIA's install guide's one-line source would clash with it.
     assert not host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.list").exists
 

@@ -3,8 +3,12 @@ import csv
 import io
 import os
 import re
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+from host_checks import keyring_primary_fingerprints  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
 SOURCE = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
@@ -42,9 +46,7 @@ def installed_driver(host):
 def test_keyring_is_the_pinned_key(host, repo_fingerprint):
     keyring = host.file(KEYRING)
     assert keyring.exists and keyring.user == "root" and keyring.mode == 0o644
-    listing = host.check_output("gpg --show-keys --with-colons %s", KEYRING)
-    primary = re.findall(r"^fpr:+([0-9A-F]{40}):", listing, re.M)[0]
-    assert primary == repo_fingerprint
+    assert keyring_primary_fingerprints(host, KEYRING) == [repo_fingerprint]
 
 
 def test_source_is_signed_by_the_keyring_only(host):
