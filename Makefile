@@ -8,6 +8,8 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := docker.io debootstrap apt-utils gnupg dpkg-dev git
+# Headless Chromium opens the HTML health report in tests/unit/integration/test_health_report_chromium.py.
+SYSTEM_PACKAGES += chromium
 # Molecule scenarios run at once (tests/harness/molecule.sh -j); they mostly
 # wait on apt and systemd, so 3 finish sooner than 1 even on CI's two cores.
 MOLECULE_JOBS ?= 3

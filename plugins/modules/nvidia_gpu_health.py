@@ -34,6 +34,61 @@ extends_documentation_fragment:
   - gpufleet.nvidia.attributes.INFO_MODULE
   - gpufleet.nvidia.attributes.PLATFORM_LINUX_NVIDIA
 options:
+  gpu_info:
+    description:
+      - The registered result of a M(gpufleet.nvidia.nvidia_smi_info) call (with O(gpufleet.nvidia.nvidia_smi_info#module:gather)
+        containing V(gpus), and O(gpufleet.nvidia.nvidia_smi_info#module:fail_on_error=false) so that a broken driver
+        becomes a finding). The module then judges those GPU records, their C(nvidia-smi) failure, warnings and time,
+        and runs no C(nvidia-smi -q -x) of its own; a play that needs the GPU records anyway reads each host with
+        one C(nvidia-smi) process.
+      - O(expected_mig_layout) needs the MIG profile names, so gather V(mig_uuids) as well for it.
+      - Omitted, the module reads the GPUs itself with C(nvidia-smi -q -x).
+    type: dict
+    version_added: 0.2.0
+  expected_gpu_model:
+    description:
+      - Text every GPU's product name must contain, ignoring case, for example V(H100) or V(NVIDIA L40S). A GPU of
+        another model is a V(warning) (O(ignore:code=gpu_model_unexpected)).
+      - When omitted or empty, the model is not checked.
+    type: str
+    version_added: 0.2.0
+  expected_driver_branch:
+    description:
+      - The driver branch (V(570)) or version (V(570.195.03)) the host must run, compared by whole dot-separated
+        parts. Another driver is a V(warning) (O(ignore:code=driver_branch_unexpected)).
+      - When omitted or empty, the driver is not checked.
+    type: str
+    version_added: 0.2.0
+  expected_ecc:
+    description:
+      - Whether ECC must be V(enabled) or V(disabled) on every GPU that supports ECC. A GPU in the other mode is a
+        V(warning) (O(ignore:code=ecc_mode_unexpected)); the evidence says when the change is already pending.
+      - When omitted, ECC modes are not checked.
+    type: str
+    choices: [enabled, disabled]
+    version_added: 0.2.0
+  expected_mig_layout:
+    description:
+      - The MIG layout the host must have, in the form of the mig role's C(mig_layouts), entries of O(expected_mig_layout[].gpus)
+        and O(expected_mig_layout[].profiles). Each GPU is compared with the first entry that names it (or names no
+        GPU).
+      - A GPU with MIG mode off is a V(warning) (O(ignore:code=mig_mode_unexpected)), and so is one whose MIG devices,
+        counted per profile, differ from the entry (O(ignore:code=mig_layout_unexpected)).
+      - The XML report does not name MIG profiles, so the module reads them with C(nvidia-smi -L) (one more process),
+        or from O(gpu_info) gathered with V(mig_uuids).
+      - When omitted or empty, MIG layouts are not checked.
+    type: list
+    elements: dict
+    version_added: 0.2.0
+    suboptions:
+      gpus:
+        description: GPUs of this entry, as indexes, UUIDs or PCI bus ids; omitted, every GPU.
+        type: list
+        elements: str
+      profiles:
+        description: GPU instance profile names (V(3g.20gb)) mapped to the number of MIG devices of that profile.
+        type: dict
+        required: true
   expected_gpu_count:
     description:
       - Number of GPUs the host must have. Fewer is a V(critical) finding (O(ignore:code=gpu_count_low)).
@@ -140,6 +195,7 @@ options:
     type: bool
     default: false
 notes:
+  - "With O(gpu_info) the module runs no C(nvidia-smi -q -x): the GPUs are read once, by M(gpufleet.nvidia.nvidia_smi_info)."
   - "Cost: one C(nvidia-smi -q -x) per run, plus one C(nvidia-smi nvlink -s) where NVLink is checked, plus one
     C(journalctl) or C(dmesg). The XML report is slower than a C(--query-gpu) CSV query (hundreds of milliseconds
     instead of milliseconds on a GPU with persistence on), but it is the only single call that carries the slowdown
@@ -179,6 +235,23 @@ EXAMPLES = r"""
     fail_when_unhealthy: true
   become: true
 
+- name: Read the GPUs once, for the play and for the health check
+  gpufleet.nvidia.nvidia_smi_info:
+    fail_on_error: false
+  become: true
+  register: gpu_info
+
+- name: Judge them against what the inventory expects, without another nvidia-smi -q -x
+  gpufleet.nvidia.nvidia_gpu_health:
+    gpu_info: "{{ gpu_info }}"
+    expected_gpu_count: 8
+    expected_gpu_model: H100
+    expected_driver_branch: "570"
+    expected_ecc: enabled
+    check_nvlink: never
+  become: true
+  register: gpu_health
+
 - name: Triage a saved dmesg dump from an air-gapped host
   gpufleet.nvidia.nvidia_gpu_health:
     kernel_log_source: file
@@ -203,7 +276,9 @@ findings:
       V(temperature_near_slowdown), V(hw_slowdown), V(hw_thermal_slowdown), V(hw_power_brake_slowdown),
       V(sw_thermal_slowdown), V(pcie_link_width_degraded), V(pcie_link_gen_degraded), V(persistence_mode_off),
       V(nvlink_down), V(nvlink_state_unavailable), V(gpu_count_low), V(nvidia_smi_<reason>) (reasons as in the
-      notes), V(nvidia_smi_slow), V(nvidia_smi_warning) and V(kernel_log_unavailable)."
+      notes), V(nvidia_smi_slow), V(nvidia_smi_warning) and V(kernel_log_unavailable); against the expectations
+      V(gpu_model_unexpected), V(driver_branch_unexpected), V(ecc_mode_unexpected), V(mig_mode_unexpected) and
+      V(mig_layout_unexpected), which also carry C(expected) and C(found)."
   returned: always
   type: list
   elements: dict
@@ -276,12 +351,15 @@ driver_version:
   type: str
   sample: 550.90.07
 nvidia_smi_seconds:
-  description: Wall time of the C(nvidia-smi -q -x) call.
+  description:
+    - Wall time of the C(nvidia-smi -q -x) call; with O(gpu_info), the time that call reported, or C(null).
   returned: always
   type: float
   sample: 0.412
 nvidia_smi_calls:
-  description: Number of C(nvidia-smi) runs this module made (attempted, when the binary is missing).
+  description:
+    - Number of C(nvidia-smi) runs this module made (attempted, when the binary is missing); with O(gpu_info) only
+      C(nvidia-smi nvlink -s) and C(nvidia-smi -L) count, so usually V(0).
   returned: always
   type: int
   sample: 2
@@ -308,6 +386,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_expectations import expectation_findings
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import (
     evaluate,
     events_within,
@@ -315,10 +394,12 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import 
     is_healthy,
     parse_duration,
     parse_xid_events,
+    sort_findings,
     summarize,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
     classify_failure,
+    parse_gpu_list,
     parse_nvlink_status,
     parse_xml,
 )
@@ -331,6 +412,9 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner 
 
 XML_ARGS = ['-q', '-x']
 NVLINK_ARGS = ['nvlink', '-s']
+LIST_ARGS = ['-L']
+_GPU_INFO_HINT = ('gpu_info must be the registered result of gpufleet.nvidia.nvidia_smi_info with gather containing '
+                  'gpus (and fail_on_error: false)')
 _UNPARSABLE_HINT = ('nvidia-smi answered, but not with the XML report of nvidia-smi -q -x. Check that '
                     'nvidia_smi_path points to the real NVIDIA binary and run nvidia-smi -q -x on the host.')
 
@@ -341,7 +425,7 @@ def _first_line(text):
 
 
 def read_gpus(module):
-    """Return (gpus, driver_version, smi_failure, smi_warnings, seconds)."""
+    """Return (gpu records, driver_version, smi_failure, smi_warnings, seconds)."""
     started = time.monotonic()
     rc, stdout, stderr = run_nvidia_smi(module, XML_ARGS)
     seconds = time.monotonic() - started
@@ -354,8 +438,45 @@ def read_gpus(module):
     except ValueError as exc:
         module.fail_json(msg='%s (%s)' % (_UNPARSABLE_HINT, exc), reason='unparsable_output', rc=rc,
                          cmd=format_command(['nvidia-smi'] + XML_ARGS), stdout=stdout[:4000], stderr=stderr)
-    return ([health_view(gpu) for gpu in report['gpus']], report.get('driver_version'), None,
-            report.get('warnings') or [], seconds)
+    return report['gpus'], report.get('driver_version'), None, report.get('warnings') or [], seconds
+
+
+def gpus_from_info(module, info):
+    """(gpu records, driver_version, smi_failure, smi_warnings, seconds, mig_devices) of an nvidia_smi_info result."""
+    if not isinstance(info.get('gpus'), list) or 'gpus' not in (info.get('gathered') or ['gpus']):
+        module.fail_json(msg=_GPU_INFO_HINT)
+    gpus, failure = info['gpus'], info.get('failure')
+    warnings = list(info.get('nvidia_smi_warnings') or [])
+    mig_devices = info.get('mig_devices')
+    smi_failure = None
+    if failure and not gpus:
+        smi_failure = {'reason': failure.get('reason') or 'unknown', 'hint': failure.get('hint'),
+                       'rc': failure.get('rc'), 'pci_bus_id': failure.get('pci_bus_id'), 'stdout': '', 'stderr': ''}
+    elif failure:
+        # A later call of nvidia_smi_info failed (nvidia-smi -L, topo -m): the GPU records are sound.
+        warnings.append('%s failed (%s): %s' % (failure.get('cmd'), failure.get('reason'), failure.get('hint')))
+        mig_devices = None
+    driver = info.get('driver') or {}
+    return gpus, driver.get('version'), smi_failure, warnings, info.get('nvidia_smi_seconds'), mig_devices
+
+
+def _profiles_known(mig_devices):
+    return mig_devices is not None and all(device.get('profile') for device in mig_devices)
+
+
+def read_mig_profiles(module, gpus):
+    """MIG devices ``[{'gpu_index', 'profile'}]`` from ``nvidia-smi -L``, or None when it fails."""
+    if not any(gpu.get('mig_mode_current') for gpu in gpus):
+        return [], 0
+    rc, stdout, _stderr = run_nvidia_smi(module, LIST_ARGS)
+    if rc != 0:
+        return None, 1
+    try:
+        listed = parse_gpu_list(stdout)
+    except ValueError:
+        return None, 1
+    return [{'gpu_index': gpu['index'], 'profile': mig['profile']}
+            for gpu in listed for mig in gpu['mig_devices']], 1
 
 
 def read_nvlink(module, gpu_count):
@@ -454,9 +575,38 @@ def _check_params(module):
         module.fail_json(msg='xid_window: %s' % exc)
 
 
+def judge_expectations(module, gpus, driver_version, mig_devices):
+    """Findings against the expected_* options, and the nvidia-smi calls it took (0 or 1)."""
+    params = module.params
+    layout = params['expected_mig_layout'] or []
+    calls = 0
+    if layout and gpus and not _profiles_known(mig_devices):
+        mig_devices, calls = read_mig_profiles(module, gpus)
+    if layout and mig_devices is None:
+        return [{'code': 'mig_layout_unknown', 'severity': 'warning', 'gpu': None,
+                 'evidence': 'The MIG profiles could not be read (nvidia-smi -L failed), so the MIG layout was not '
+                             'checked.',
+                 'advice': 'Run nvidia-smi -L on the host; gather mig_uuids with nvidia_smi_info for gpu_info.'}], calls
+    try:
+        return expectation_findings(
+            gpus, driver_version=driver_version, mig_devices=mig_devices,
+            expected_model=params['expected_gpu_model'], expected_driver=params['expected_driver_branch'],
+            expected_ecc=params['expected_ecc'], expected_mig_layout=layout if gpus else None), calls
+    except ValueError as exc:
+        module.fail_json(msg='expected_mig_layout: %s' % exc)
+
+
 def main():
     argument_spec = dict(NVIDIA_SMI_ARGUMENT_SPEC)
     argument_spec.update(
+        gpu_info=dict(type='dict'),
+        expected_gpu_model=dict(type='str'),
+        expected_driver_branch=dict(type='str'),
+        expected_ecc=dict(type='str', choices=['enabled', 'disabled']),
+        expected_mig_layout=dict(type='list', elements='dict', options=dict(
+            gpus=dict(type='list', elements='str'),
+            profiles=dict(type='dict', required=True),
+        )),
         expected_gpu_count=dict(type='int'),
         temperature_margin_c=dict(type='int', default=5),
         max_smi_seconds=dict(type='float', default=10.0),
@@ -481,8 +631,18 @@ def main():
     params = module.params
     window = _check_params(module)
 
-    gpus, driver_version, smi_failure, smi_warnings, smi_seconds = read_gpus(module)
+    if params['gpu_info'] is not None:
+        records, driver_version, smi_failure, smi_warnings, smi_seconds, mig_devices = gpus_from_info(
+            module, params['gpu_info'])
+        smi_calls = 0
+    else:
+        records, driver_version, smi_failure, smi_warnings, smi_seconds = read_gpus(module)
+        mig_devices = [dict(device, gpu_index=gpu['index'], profile=None)
+                       for gpu in records for device in gpu.get('mig_devices') or []]
+        smi_calls = 1
+    gpus = [health_view(gpu) for gpu in records]
     nvlink, nvlink_error, nvlink_calls = (None, None, 0) if smi_failure else read_nvlink(module, len(gpus))
+    expected, list_calls = judge_expectations(module, records, driver_version, mig_devices)
     events, log_source, log_error = read_kernel_log(module, window)
 
     findings = evaluate(
@@ -499,6 +659,7 @@ def main():
         },
         expected_count=params['expected_gpu_count'], nvlink=nvlink, smi_failure=smi_failure,
         smi_seconds=smi_seconds, kernel_log_error=log_error, smi_warnings=smi_warnings, nvlink_error=nvlink_error)
+    findings = sort_findings(findings + expected)
 
     summary = summarize(findings)
     healthy = is_healthy(findings, params['fail_on'])
@@ -509,8 +670,8 @@ def main():
         summary=summary,
         gpus=gpus,
         driver_version=driver_version,
-        nvidia_smi_seconds=round(smi_seconds, 3),
-        nvidia_smi_calls=1 + nvlink_calls,
+        nvidia_smi_seconds=round(smi_seconds, 3) if smi_seconds is not None else None,
+        nvidia_smi_calls=smi_calls + nvlink_calls + list_calls,
         kernel_log=dict(source=log_source, window_seconds=window, events=len(events)),
     )
     if params['fail_when_unhealthy'] and not healthy:

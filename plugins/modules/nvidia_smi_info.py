@@ -604,6 +604,25 @@ failure:
       sample: 9
   sample: {"reason": "driver_not_loaded", "hint": "The NVIDIA kernel driver is not loaded. ...", "pci_bus_id": null,
            "cmd": "nvidia-smi -q -x", "rc": 9}
+nvidia_smi_seconds:
+  description:
+    - Wall time of the C(nvidia-smi -q -x) call in seconds, also when it failed; V(null) when it did not run (O(gather)
+      without V(gpus), V(mig) and V(processes), or no C(nvidia-smi) found).
+    - M(gpufleet.nvidia.nvidia_gpu_health) judges it against its O(gpufleet.nvidia.nvidia_gpu_health#module:max_smi_seconds)
+      when it is given this result as O(gpufleet.nvidia.nvidia_gpu_health#module:gpu_info).
+  returned: always
+  type: float
+  sample: 0.412
+  version_added: 0.2.0
+nvidia_smi_warnings:
+  description:
+    - The C(WARNING:) lines C(nvidia-smi -q -x) printed before its report (a corrupted infoROM, for example); they are
+      also shown as task warnings.
+  returned: always
+  type: list
+  elements: str
+  sample: ["WARNING: infoROM is corrupted at gpu 0000:00:1E.0"]
+  version_added: 0.2.0
 gathered:
   description: The subsets gathered, sorted.
   returned: always
@@ -611,6 +630,8 @@ gathered:
   elements: str
   sample: [gpus, mig]
 """
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -622,6 +643,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import 
     parse_topology,
     parse_xml,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import NOT_FOUND_RC
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner import (
     NVIDIA_SMI_ARGUMENT_SPEC,
     format_command,
@@ -659,6 +681,8 @@ class NvidiaSmiInfo(object):
         self.module = module
         self.gather = set(module.params['gather'])
         self.failure = None
+        self.seconds = None
+        self.warnings = []
 
     def _fail(self, failure, args, rc, stdout, stderr):
         cmd = format_command(['nvidia-smi'] + args)
@@ -668,8 +692,12 @@ class NvidiaSmiInfo(object):
         self.failure = dict(reason=failure.reason, hint=failure.hint, pci_bus_id=failure.pci_bus_id, cmd=cmd, rc=rc)
         raise GatherFailed()
 
-    def _call(self, args, parser):
+    def _call(self, args, parser, timed=False):
+        started = time.monotonic()
         rc, stdout, stderr = run_nvidia_smi(self.module, args)
+        # A binary that is not there (rc 127 before anything ran) took no time worth reporting.
+        if timed and rc != NOT_FOUND_RC:
+            self.seconds = round(time.monotonic() - started, 3)
         if rc != 0:
             self._fail(classify_failure(rc, stdout, stderr), args, rc, stdout, stderr)
         try:
@@ -683,9 +711,10 @@ class NvidiaSmiInfo(object):
             self._fail(Failure('unparsable_output', UNPARSABLE_HINT.format(error=exc), None), args, rc, stdout, stderr)
 
     def _report(self):
-        report = self._call(XML_ARGS, parse_xml)
+        report = self._call(XML_ARGS, parse_xml, timed=True)
         if not report['gpus']:
             self._fail(classify_failure(6, 'No devices were found', ''), XML_ARGS, 0, '', '')
+        self.warnings = report['warnings']
         for warning in report['warnings']:
             self.module.warn('nvidia-smi: %s' % warning)
         return report
@@ -705,6 +734,8 @@ class NvidiaSmiInfo(object):
             # Keep what earlier calls gathered: a host whose topology query
             # fails still has valid GPU data.
             data['failure'] = self.failure
+        data['nvidia_smi_seconds'] = self.seconds
+        data['nvidia_smi_warnings'] = self.warnings
         return data
 
     def _add_report(self, data, report):
