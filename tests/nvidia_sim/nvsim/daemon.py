@@ -27,7 +27,7 @@ class Logger(object):
     def __init__(self, prog, path=None, id_label="pid"):
         self.prog = prog
         self.id_label = id_label
-        self.path = path or env.path("var", "log", "nvidia-sim", prog + ".log")
+        self.path = path or env.daemon_log_path(prog)
         self.handle = None
         self.use_syslog = env.root() in ("", "/")
         if self.use_syslog:

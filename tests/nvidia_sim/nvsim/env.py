@@ -19,8 +19,20 @@ _BUNDLED_PROFILES = os.path.join(os.path.dirname(_PACKAGE_DIR), "profiles")
 
 PROFILE_FILE = ("etc", "nvidia-sim", "profile")
 PROFILES_DIR = ("usr", "share", "nvidia-sim", "profiles")
-DRIVER_VERSION_FILE = ("usr", "share", "nvidia-sim", "driver-version")
-FLAVOUR_FILE = ("usr", "share", "nvidia-sim", "kernel-module-flavour")
+# Version markers, one per simulated package that ships a tool or a library
+# (catalog_tools.version_marker in the repository builder writes them).
+MARKER_DIR = ("usr", "share", "nvidia-sim")
+DRIVER_VERSION_FILE = MARKER_DIR + ("driver-version",)
+# Shipped by the NVML library package (libnvidia-ml1, libnvidia-compute-<branch>):
+# absent = nvidia-smi cannot load libnvidia-ml.so.1 (exit 12).
+NVML_VERSION_FILE = MARKER_DIR + ("nvml-version",)
+FLAVOUR_FILE = MARKER_DIR + ("kernel-module-flavour",)
+COMPONENT_VERSION_FILES = {
+    "container-toolkit": MARKER_DIR + ("container-toolkit-version",),
+    "dcgm": MARKER_DIR + ("dcgm-version",),
+    "dcgm-exporter": MARKER_DIR + ("dcgm-exporter-version",),
+    "fabricmanager": MARKER_DIR + ("fabricmanager-version",),
+}
 LOADED_DRIVER_FILE = ("run", "nvidia-sim", "loaded-driver")
 PROC_VERSION_FILE = ("run", "nvidia-sim", "proc", "driver", "nvidia", "version")
 NVSWITCH_DEVICES_DIR = ("run", "nvidia-sim", "proc", "driver", "nvidia-nvswitch", "devices")
@@ -29,9 +41,31 @@ PROCESSES_DIR = ("run", "nvidia-sim", "processes")
 STATE_FILE = ("var", "lib", "nvidia-sim", "state.json")
 STATE_LOCK = ("var", "lib", "nvidia-sim", "state.lock")
 HW_DIR = ("var", "lib", "nvidia-sim", "hw")
-CALL_LOG = ("var", "log", "nvidia-sim", "calls.log")
-PERSISTENCED_PID = ("run", "nvidia-persistenced", "nvidia-persistenced.pid")
+LOG_DIR = ("var", "log", "nvidia-sim")
+CALL_LOG = LOG_DIR + ("calls.log",)
+PERSISTENCED_RUN_DIR = ("run", "nvidia-persistenced")
+PERSISTENCED_PID = PERSISTENCED_RUN_DIR + ("nvidia-persistenced.pid",)
+PERSISTENCED_SOCKET = PERSISTENCED_RUN_DIR + ("socket",)
+# Published by the simulated daemon next to its pid file (not a file the real daemon writes).
+PERSISTENCED_MODE_FILE = PERSISTENCED_RUN_DIR + ("nvsim-persistence-mode.json",)
 FABRICMANAGER_PID = ("run", "nvidia-fabricmanager", "nv-fabricmanager.pid")
+
+# Default locations of the real tools (their built-in defaults, given here as
+# absolute paths; the tools map them below the root with gpus.resolve).
+CTK_CONFIG_FILE = "/etc/nvidia-container-runtime/config.toml"
+CTK_RUNTIME_CONFIGS = {
+    # runtime: (config file, drop-in file of toolkit >= 1.18)
+    "docker": ("/etc/docker/daemon.json", ""),
+    "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"),
+    "crio": ("/etc/crio/crio.conf", "/etc/crio/conf.d/99-nvidia.toml"),
+}
+CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+DCGM_EXPORTER_COLLECTORS = "/etc/dcgm-exporter/default-counters.csv"
+FABRICMANAGER_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+FABRICMANAGER_LOG = "/var/log/fabricmanager.log"
+HOSTENGINE_PID_FILE = "/var/run/nvhostengine.pid"
+HOSTENGINE_LOG_FILE = "/var/log/nv-hostengine.log"
+HOSTENGINE_SOCKET = "/tmp/nv-hostengine"
 
 # CUDA version reported by the driver of each branch (the "CUDA Version" of
 # nvidia-smi is the driver API version, fixed per branch).
@@ -118,6 +152,21 @@ def load_profile(name=None):
 
 def installed_driver_version():
     return _read_line(DRIVER_VERSION_FILE)
+
+
+def nvml_library_version():
+    """Driver version of the installed NVML library package, None without it."""
+    return _read_line(NVML_VERSION_FILE)
+
+
+def component_version(component, default):
+    """Version of a simulated component package (COMPONENT_VERSION_FILES), else default."""
+    return _read_line(COMPONENT_VERSION_FILES[component]) or default
+
+
+def daemon_log_path(prog):
+    """Log file of a simulated daemon when it does not log to syslog."""
+    return path(*(LOG_DIR + (prog + ".log",)))
 
 
 def loaded_driver_version():
@@ -353,8 +402,23 @@ def persistence_enabled(state, index):
     return bool(value)
 
 
+def daemon_persistence_mode():
+    """None when no nvidia-persistenced runs, else whether it holds persistence mode on."""
+    pid = persistenced_pid()
+    if pid is None:
+        return None
+    try:
+        with open(path(*PERSISTENCED_MODE_FILE)) as handle:
+            record = json.load(handle)
+    except (IOError, OSError, ValueError):
+        # A daemon without the mode file (still starting) uses the default.
+        return True
+    if record.get("pid") != pid:
+        return True
+    return bool(record.get("persistence_mode", True))
+
+
 def daemon_holds_persistence():
     """Whether a running nvidia-persistenced keeps persistence mode on: the
     packaged unit passes --no-persistence-mode, which must leave it off."""
-    from nvsim import persistenced  # late: persistenced imports env
-    return bool(persistenced.daemon_persistence_mode())
+    return bool(daemon_persistence_mode())

@@ -17,17 +17,12 @@ from nvsim import env
 from nvsim import gpus as gpu_info
 
 PROG = "nv-fabricmanager"
-DEFAULT_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
-VERSION_FILE = ("usr", "share", "nvidia-sim", "fabricmanager-version")
+DEFAULT_CONFIG = env.FABRICMANAGER_CONFIG
 
 
 def fabricmanager_version():
     """Version of the simulated FM package; the installed driver's when not baked."""
-    try:
-        with open(env.path(*VERSION_FILE)) as handle:
-            value = handle.read().strip()
-    except (IOError, OSError):
-        value = ""
+    value = env.component_version("fabricmanager", "")
     return value or env.installed_driver_version() or ""
 
 
@@ -46,7 +41,7 @@ def read_config(path):
 class FabricManager(object):
     def __init__(self, settings):
         self.settings = settings
-        log_file = settings.get("LOG_FILE_NAME") or "/var/log/fabricmanager.log"
+        log_file = settings.get("LOG_FILE_NAME") or env.FABRICMANAGER_LOG
         self.log = daemon.Logger(PROG, gpu_info.resolve(log_file), id_label="tid")
         self.pidfile = daemon.PidFile(env.path(*env.FABRICMANAGER_PID))
 

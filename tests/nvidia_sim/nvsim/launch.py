@@ -10,13 +10,13 @@ import sys
 
 # tool name -> (module, function, takes argv)
 TOOLS = {
-    "nvidia-smi": ("smi", "main", False),
+    "nvidia-smi": ("smi.main", "main", False),
     "nvidia-persistenced": ("persistenced", "main", True),
-    "nv-hostengine": ("dcgm", "hostengine_main", True),
-    "dcgmi": ("dcgm", "dcgmi_main", True),
-    "dcgm-exporter": ("exporter", "main", True),
+    "nv-hostengine": ("dcgm.main", "hostengine_main", True),
+    "dcgmi": ("dcgm.main", "dcgmi_main", True),
+    "dcgm-exporter": ("dcgm.exporter", "main", True),
     "nv-fabricmanager": ("fabricmanager", "main", True),
-    "nvidia-ctk": ("ctk", "main", True),
+    "nvidia-ctk": ("ctk.main", "main", True),
     "nvidia-sim-hw": ("tools", "hw_main", False),
     "nvidia-sim-modload": ("tools", "modload_main", False),
     "nvidia-sim-workload": ("tools", "workload_main", False),

@@ -7,7 +7,7 @@ for initialisation, ``/var/run/nvidia-persistenced/nvidia-persistenced.pid``
 kernel module is missing or does not match the userspace, cleanup on
 SIGTERM.  Whether the daemon holds persistence mode on (``--persistence-mode``,
 the default) or not (``--no-persistence-mode``, what the packaged unit passes)
-is published in ``MODE_FILE`` next to the pid file; ``daemon_persistence_mode()``
+is published in ``env.PERSISTENCED_MODE_FILE`` next to the pid file; ``daemon_persistence_mode()``
 reads it back for ``nvidia-smi``.
 """
 
@@ -23,9 +23,6 @@ from nvsim import env
 from nvsim import gpus
 
 PROG = "nvidia-persistenced"
-RUN_DIR = ("run", "nvidia-persistenced")
-SOCKET_FILE = RUN_DIR + ("socket",)
-MODE_FILE = RUN_DIR + ("nvsim-persistence-mode.json",)
 
 USAGE_OPTIONS = (
     ("-v, --version", "Print the utility version and exit."),
@@ -60,19 +57,8 @@ class Options(object):
 
 
 def daemon_persistence_mode():
-    """None when no daemon runs, else whether it holds persistence mode on."""
-    pid = env.persistenced_pid()
-    if pid is None:
-        return None
-    try:
-        with open(env.path(*MODE_FILE)) as handle:
-            record = json.load(handle)
-    except (IOError, OSError, ValueError):
-        # A daemon without the mode file (still starting) uses the default.
-        return True
-    if record.get("pid") != pid:
-        return True
-    return bool(record.get("persistence_mode", True))
+    """None when no daemon runs, else whether it holds persistence mode on (see env)."""
+    return env.daemon_persistence_mode()
 
 
 def _error(message):
@@ -166,7 +152,7 @@ class Persistenced(object):
         # Read the hardware while still privileged: the first reader after a
         # boot writes the simulator's state files.
         self.devices = _safe_gpus() if gpus.driver_problem() is None else []
-        run_dir = env.path(*RUN_DIR)
+        run_dir = env.path(*env.PERSISTENCED_RUN_DIR)
         try:
             os.makedirs(run_dir)
             self.created_dir = True
@@ -212,12 +198,12 @@ class Persistenced(object):
             if self.opts.persistence_mode:
                 self.verbose("device %s - persistence mode enabled." % gpu.short_bus_id)
         self.wrote_mode = True
-        env.write_file(MODE_FILE, json.dumps({
+        env.write_file(env.PERSISTENCED_MODE_FILE, json.dumps({
             "pid": os.getpid(), "persistence_mode": self.opts.persistence_mode,
             "uvm_persistence_mode": self.opts.uvm_persistence_mode}) + "\n")
 
     def open_socket(self):
-        path = env.path(*SOCKET_FILE)
+        path = env.path(*env.PERSISTENCED_SOCKET)
         try:
             os.unlink(path)
         except OSError:
@@ -241,7 +227,7 @@ class Persistenced(object):
             self.sock.close()
             self.verbose("Socket closed.")
             try:
-                os.unlink(env.path(*SOCKET_FILE))
+                os.unlink(env.path(*env.PERSISTENCED_SOCKET))
             except OSError:
                 pass
         if self.opts.persistence_mode:
@@ -249,7 +235,7 @@ class Persistenced(object):
                 self.verbose("device %s - persistence mode disabled." % gpu.short_bus_id)
         if self.wrote_mode:
             try:
-                os.unlink(env.path(*MODE_FILE))
+                os.unlink(env.path(*env.PERSISTENCED_MODE_FILE))
             except OSError:
                 pass
         if self.pidfile.fd is not None:
@@ -257,7 +243,7 @@ class Persistenced(object):
             self.verbose("PID file closed.")
         if self.created_dir:
             try:
-                os.rmdir(env.path(*RUN_DIR))
+                os.rmdir(env.path(*env.PERSISTENCED_RUN_DIR))
             except OSError:
                 pass
         self.log.notice("Shutdown (%d)" % os.getpid())

@@ -11,11 +11,17 @@ Profile JSON schema (``profiles/<name>.json``)::
       "pcie_same_node": "NODE",     # topo relation of PCIe GPUs on one NUMA node
       "nvswitches": [{"bus_id": "00000000:05:00.0", "device_id": "0x22A310DE",
                       "subsystem_id": "0x16C110DE"}],
+      "nics": [{"name": "mlx5_0", "numa_node": 0, "pcie_switch": 0}],   # optional: topo -m NIC rows
       "models": {"<model>": MODEL},
       "gpus": [{"model": "<model>", "bus_id": "00000000:18:00.0",
                 "uuid": "GPU-...", "serial": "1654922001234", "numa_node": 0,
-                "module_id": 1, "board_id": "0x1800"}]
+                "module_id": 1, "board_id": "0x1800",
+                "pcie_switch": 0}]              # optional: devices behind one switch are PIX
     }
+
+Adding a profile is this one file plus its golden outputs
+(tests/unit/simulator/expected/<name>/, with the driver they show in
+``DRIVER``; ``NVIDIA_SIM_UPDATE_GOLDEN=1`` writes them for review).
 
 MODEL keys (all required unless marked optional)::
 
@@ -191,6 +197,12 @@ class Gpu(object):
     def pstate(self):
         return "P0"
 
+    @property
+    def handle_error(self):
+        """NVML's error for a GPU it lists but cannot open (state.json
+        ``nvml_device_error``, e.g. "Unknown Error"), else None."""
+        return self.settings.get("nvml_device_error")
+
     def supported_clock_pairs(self):
         pairs = []
         for entry in self.model["supported_clocks"]:
@@ -330,8 +342,16 @@ def mig_uuid(gpu_uuid, gi_id, ci_id):
 
 
 def mig_device_used(gpu, gi):
-    """Framebuffer a GPU instance reserves for its own contexts (MiB)."""
-    return 12 if gi.get("compute_instances") else 0
+    """Framebuffer used in a GPU instance (MiB): what it reserves for its own
+    contexts once it has compute instances, plus its processes."""
+    if not gi.get("compute_instances"):
+        return 0
+    return 12 + sum(int(p.get("used_memory", 0)) for p in gpu.processes if p.get("gpu_instance_id") == gi["id"])
+
+
+def mig_device_free(gpu, gi):
+    profile = mig_profile_by_id(gpu, gi["profile_id"])
+    return max(0, profile["memory_mib"] - mig_device_used(gpu, gi))
 
 
 def gpus(profile, state=None, processes=None):

@@ -132,9 +132,11 @@ class WorkloadError(Exception):
     pass
 
 
-def _check_can_run(gpu_index, memory):
-    """The CUDA errors a real process would hit, or None."""
-    from nvsim import profiles, smi
+def _check_can_run(gpu_index, memory, mig_device=0):
+    """The GPU (and MIG device, or None) a real process would run on; WorkloadError
+    with the CUDA error it would hit otherwise."""
+    from nvsim import profiles
+    from nvsim.smi import common as smi
     profile = env.load_profile()
     problem = smi.driver_problem(profile)
     if problem:
@@ -144,18 +146,27 @@ def _check_can_run(gpu_index, memory):
     if gpu_index >= len(gpus):
         raise WorkloadError("CUDA error: invalid device ordinal")
     gpu = gpus[gpu_index]
-    if gpu.mig_current and not profiles.mig_devices(gpu):
-        raise WorkloadError("CUDA error: no CUDA-capable device is detected")
+    if gpu.handle_error:
+        raise WorkloadError("CUDA error: unknown error")
+    device = None
+    if gpu.mig_current:
+        devices = profiles.mig_devices(gpu)
+        if mig_device >= len(devices):
+            raise WorkloadError("CUDA error: no CUDA-capable device is detected")
+        device = devices[mig_device]
     if gpu.compute_mode == "Prohibited" or (gpu.compute_mode == "Exclusive_Process" and gpu.processes):
         raise WorkloadError("CUDA error: all CUDA-capable devices are busy or unavailable")
-    if memory > gpu.memory_free:
+    free = gpu.memory_free if device is None else profiles.mig_device_free(gpu, device["gi"])
+    if memory > free:
         raise WorkloadError("CUDA error: out of memory")
-    return gpu
+    return gpu, device
 
 
-def _register(gpu, args):
+def _register(gpu, device, args):
     record = {"pid": os.getpid(), "gpu": gpu.index, "gpu_uuid": gpu.uuid, "used_memory": args.memory,
               "name": args.name, "type": "C", "started": env.now()}
+    if device is not None:
+        record.update(gpu_instance_id=device["gi"]["id"], compute_instance_id=device["ci"]["id"])
     env.write_file(env.PROCESSES_DIR + ("%d.json" % os.getpid(),), json.dumps(record) + "\n")
 
 
@@ -167,11 +178,11 @@ def _deregister(*_args):
     os._exit(0)
 
 
-def _serve(gpu, args, ready_fd=None):
+def _serve(gpu, device, args, ready_fd=None):
     signal.signal(signal.SIGTERM, _deregister)
     signal.signal(signal.SIGINT, _deregister)
     signal.signal(signal.SIGHUP, _deregister)
-    _register(gpu, args)
+    _register(gpu, device, args)
     if ready_fd is not None:
         os.write(ready_fd, b"ok\n")
         os.close(ready_fd)
@@ -186,18 +197,20 @@ def workload_main(argv=None):
                                      description="Run a simulated CUDA process that holds GPU memory.")
     parser.add_argument("--gpu", type=int, default=0, help="GPU index")
     parser.add_argument("--memory", type=int, default=1024, help="GPU memory to hold, MiB")
+    parser.add_argument("--mig-device", type=int, default=0,
+                        help="on a GPU in MIG mode: the MIG device (index as in nvidia-smi -L) to run on")
     parser.add_argument("--name", default="nvidia-sim-workload", help="process name nvidia-smi reports")
     parser.add_argument("--duration", type=float, help="exit after this many seconds (default: until SIGTERM)")
     parser.add_argument("--daemon", action="store_true", help="fork into the background and print the PID")
     args = parser.parse_args(argv)
     env.log_call("nvidia-sim-workload", sys.argv[1:] if argv is None else argv)
     try:
-        gpu = _check_can_run(args.gpu, args.memory)
+        gpu, device = _check_can_run(args.gpu, args.memory, args.mig_device)
     except WorkloadError as exc:
         sys.stderr.write("%s\n" % exc)
         return 1
     if not args.daemon:
-        _serve(gpu, args)
+        _serve(gpu, device, args)
         return 0
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -208,7 +221,7 @@ def workload_main(argv=None):
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         try:
-            _serve(gpu, args, write_fd)
+            _serve(gpu, device, args, write_fd)
         finally:
             os._exit(0)
     os.close(write_fd)

@@ -53,7 +53,12 @@ EXECUTABLE = 0o755
 # Simulator payload (paths relative to tests/nvidia_sim) -> installed path.
 PAYLOAD = {
     "sim-runtime": (
+        # One tree per package directory: a new subpackage must be listed here
+        # (tests/unit/simulator/test_layout.py checks that every module ships).
         PayloadTree("nvsim", "/usr/lib/nvidia-sim/nvsim", "*.py"),
+        PayloadTree("nvsim/smi", "/usr/lib/nvidia-sim/nvsim/smi", "*.py"),
+        PayloadTree("nvsim/ctk", "/usr/lib/nvidia-sim/nvsim/ctk", "*.py"),
+        PayloadTree("nvsim/dcgm", "/usr/lib/nvidia-sim/nvsim/dcgm", "*.py"),
         PayloadTree("profiles", "/usr/share/nvidia-sim/profiles", "*.json"),
         Payload("bin/nvidia-sim-hw", "/usr/bin/nvidia-sim-hw", EXECUTABLE),
     ),

@@ -45,6 +45,12 @@ def _utils_files(driver, payload):
         Text("/usr/share/nvidia-sim/driver-version", driver + "\n"),)
 
 
+def _nvml_files(driver):
+    """The NVML library package's marker: without it the simulated nvidia-smi
+    cannot load libnvidia-ml.so.1 (exit 12), as the real one."""
+    return (version_marker("nvml", driver),)
+
+
 def debian_pieces(driver, payload):
     """The unversioned Debian piece names of NVIDIA's CUDA repository."""
     v = driver + REVISION
@@ -77,7 +83,7 @@ def debian_pieces(driver, payload):
                 files=_kernel_module_files(driver, "open"),
                 postinst=scripts.dkms_postinst(driver), prerm=scripts.dkms_prerm(driver)),
         Package("libnvidia-ml1", v, "NVIDIA Management Library (NVML) runtime library",
-                section="non-free/libs", depends=(eq("nvidia-alternative"),)),
+                section="non-free/libs", depends=(eq("nvidia-alternative"),), files=_nvml_files(driver)),
         Package("nvidia-smi", v, "NVIDIA System Management Interface", section="non-free/utils",
                 depends=(eq("libnvidia-ml1"), eq("nvidia-alternative"), sim),
                 files=_utils_files(driver, payload), postinst=scripts.driver_utils_postinst(driver)),
@@ -195,7 +201,7 @@ def ubuntu_tree(branch, driver, payload):
               files=_kernel_module_files(driver, "open"),
               postinst=scripts.dkms_postinst(driver), prerm=scripts.dkms_prerm(driver)),
         piece("libnvidia-compute-%s" % b, "NVIDIA libcompute package", "libnvidia-compute",
-              ("libcuda1", "libnvidia-ml1"), section="multiverse/libs"),
+              ("libcuda1", "libnvidia-ml1"), section="multiverse/libs", files=_nvml_files(driver)),
         piece("libnvidia-cfg1-%s" % b, "NVIDIA binary OpenGL/GLX configuration library", "libnvidia-cfg1-any",
               ("libnvidia-cfg1",), section="multiverse/libs"),
         piece("nvidia-utils-%s" % b, "NVIDIA driver support binaries", "nvidia-utils", ("nvidia-smi",),

@@ -59,10 +59,17 @@ class SimHost(object):
         if os.path.exists(target):
             os.remove(target)
 
-    def install_driver(self, version, flavour='open'):
-        """What the fake driver packages write."""
+    def install_driver(self, version, flavour='open', nvml=True):
+        """What the fake driver packages write: nvidia-smi's driver version, the
+        kernel module flavour and (libnvidia-ml1) the NVML library version."""
         self.write('usr/share/nvidia-sim/driver-version', version + '\n')
         self.write('usr/share/nvidia-sim/kernel-module-flavour', flavour + '\n')
+        if nvml:
+            self.write('usr/share/nvidia-sim/nvml-version', version + '\n')
+
+    def remove_nvml(self):
+        """The NVML library package removed (dpkg -r --force-depends libnvidia-ml1)."""
+        self.remove('usr/share/nvidia-sim/nvml-version')
 
     def reboot(self):
         """/run is a tmpfs: a restart loses it, then the modload unit runs."""

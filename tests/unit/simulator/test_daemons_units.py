@@ -10,7 +10,7 @@ import os
 
 from daemon_helpers import SIM_BIN, SIM_DIR, nvsim_module
 
-exporter_config = nvsim_module('exporter_config')
+exporter_config = nvsim_module('dcgm.exporter_config')
 
 UNITS = os.path.join(SIM_DIR, 'systemd')
 

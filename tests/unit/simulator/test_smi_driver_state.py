@@ -15,6 +15,12 @@ SIM_BIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
                        'nvidia_sim', 'bin')
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.\n\n")
+NO_NVML = ("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA "
+           "Display Driver is properly installed and present in your system.\n"
+           "Please also try adding directory that contains libnvidia-ml.so to your system PATH.\n")
+EVERY_FORMAT = (('-L',), (), ('-q',), ('-q', '-x'), ('--query-gpu=name', '--format=csv'),
+                ('--query-compute-apps=pid', '--format=csv'), ('topo', '-m'), ('nvlink', '-s'), ('mig', '-lgip'),
+                ('-i', '0', '-q'), ('--frobnicate',), ('-pm', '1'))
 
 
 def test_module_not_loaded_yet(sim_root):
@@ -26,8 +32,9 @@ def test_module_not_loaded_yet(sim_root):
 
 
 def test_no_driver_installed_at_all(sim_root):
+    # Without the driver packages there is no libnvidia-ml.so.1 either: exit 12, as the real tool.
     host = sim_root('hgx_h100_8gpu', driver=None)
-    assert host.smi('-q').returncode == 9
+    assert host.smi('-q').returncode == 12
     modload = host.run('nvidia-sim-modload')
     assert modload.returncode == 1 and 'Module nvidia not found' in modload.stderr
 
@@ -101,3 +108,52 @@ def test_installed_shebang_runs(sim_root):
     result = subprocess.run([os.path.join(SIM_BIN, 'nvidia-smi'), '-L'], env=host.env, stdout=subprocess.PIPE,
                             universal_newlines=True, check=False)
     assert result.returncode == 0 and result.stdout.startswith('GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-')
+
+
+@pytest.mark.parametrize('args', EVERY_FORMAT, ids=[' '.join(a) or 'summary' for a in EVERY_FORMAT])
+def test_nvml_library_missing_wins_over_everything(sim_root, args):
+    host = sim_root('l40s_2gpu')
+    host.remove_nvml()
+    result = host.smi(*args)
+    assert (result.returncode, result.stdout, result.stderr) == (12, NO_NVML, '')
+
+
+@pytest.mark.parametrize('args', EVERY_FORMAT, ids=[' '.join(a) or 'summary' for a in EVERY_FORMAT])
+def test_driver_not_loaded_wins_over_argument_errors(sim_root, args):
+    host = sim_root('l40s_2gpu', load=False)
+    result = host.smi(*args)
+    assert (result.returncode, result.stdout, result.stderr) == (9, NO_DRIVER, '')
+
+
+def test_help_needs_no_nvml_and_takes_no_other_option(sim_root):
+    host = sim_root('l40s_2gpu', load=False)
+    host.remove_nvml()
+    assert host.smi('-h').returncode == 0 and host.smi('--help', '-h').returncode == 0
+    refused = host.smi('--frobnicate', '-h')
+    assert (refused.returncode, refused.stdout) == (
+        2, "ERROR: Option --frobnicate is not valid for this command. Please run 'nvidia-smi -h' for help.\n\n")
+    assert host.smi('-h', '--id=0').stdout.startswith('ERROR: Option --id=0 is not valid')
+    # After a sub-command -h is the sub-command's: NVML comes first.
+    assert host.smi('topo', '-h').returncode == 12
+
+
+def test_smi_and_nvml_of_different_drivers(sim_root):
+    host = sim_root('l40s_2gpu', driver='570.195.03')
+    host.write('usr/share/nvidia-sim/driver-version', '570.172.08\n')
+    result = host.smi('-L')
+    assert (result.returncode, result.stdout) == (
+        255, 'Mismatch in versions between nvidia-smi and NVML.\n'
+             'Are you sure you are using nvidia-smi provided with the driver?\n')
+
+
+def test_unreadable_gpu_is_reported_and_skipped(sim_root):
+    host = sim_root('l40s_2gpu')
+    host.write('var/lib/nvidia-sim/state.json', '{"gpus": {"0": {"nvml_device_error": "Unknown Error"}}}\n')
+    message = 'Unable to determine the device handle for GPU0000:4A:00.0: Unknown Error\n'
+    listed = host.smi('-L')
+    assert listed.returncode == 255
+    assert listed.stdout.startswith(message) and listed.stdout.count('\n') == 2 and 'GPU 1: NVIDIA L40S' in listed.stdout
+    only = host.smi('-i', '0', '--query-gpu=name', '--format=csv,noheader')
+    assert (only.returncode, only.stdout) == (255, message)
+    other = host.smi('-i', '1', '--query-gpu=index', '--format=csv,noheader')
+    assert (other.returncode, other.stdout) == (0, '1\n')

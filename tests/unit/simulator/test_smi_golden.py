@@ -15,23 +15,50 @@ import csv
 import io
 import json
 import os
-import sys
 import xml.dom.minidom
 
 import pytest
+
+from daemon_helpers import nvsim_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED_DIR = os.path.join(HERE, 'expected')
 SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), 'nvidia_sim')
 
-# One driver branch per profile so that every report layout is covered.
-DRIVERS = {
-    'hgx_h100_8gpu': '570.195.03',
-    'l40s_2gpu': '535.247.01',
-    'a100_40gb_mig': '580.95.05',
-    'driver_not_loaded': '570.195.03',
-    'no_gpu': '570.195.03',
-}
+PROFILES_DIR = os.path.join(SIM_DIR, 'profiles')
+# The driver whose layout a profile's golden files show: expected/<profile>/DRIVER
+# (one branch per profile so that every report layout is covered).
+DEFAULT_DRIVER = '570.195.03'
+
+
+def _profile(name):
+    with open(os.path.join(PROFILES_DIR, name + '.json')) as handle:
+        return json.load(handle)
+
+
+def _profiles():
+    return sorted(name[:-5] for name in os.listdir(PROFILES_DIR) if name.endswith('.json'))
+
+
+def _working(name):
+    profile = _profile(name)
+    return profile.get('driver_loadable', True) and bool(profile.get('gpus'))
+
+
+GPU_PROFILES = [name for name in _profiles() if _working(name)]
+BROKEN_PROFILES = [name for name in _profiles() if not _working(name)]
+
+
+def driver_of(profile):
+    path = os.path.join(EXPECTED_DIR, profile, 'DRIVER')
+    if not os.path.exists(path) and os.environ.get('NVIDIA_SIM_UPDATE_GOLDEN'):
+        if not os.path.isdir(os.path.dirname(path)):
+            os.makedirs(os.path.dirname(path))
+        with open(path, 'w') as handle:
+            handle.write(DEFAULT_DRIVER + '\n')
+    with open(path) as handle:
+        return handle.read().strip()
+
 
 BROAD_FIELDS = ','.join([
     'index', 'name', 'uuid', 'serial', 'pci.bus_id', 'pci.device_id', 'pci.sub_device_id', 'driver_version',
@@ -91,12 +118,11 @@ BROKEN_CASES = [
     ('mig_lgi', ['mig', '-lgi']),
     ('set_pm', ['-pm', '1']),
 ]
-BROKEN_RC = {'driver_not_loaded': 9, 'no_gpu': 6}
 
 
-def _profile(name):
-    with open(os.path.join(SIM_DIR, 'profiles', name + '.json')) as handle:
-        return json.load(handle)
+def broken_rc(name):
+    """Driver never loads: 9; no GPU on the bus: 6."""
+    return 9 if not _profile(name).get('driver_loadable', True) else 6
 
 
 def _golden(profile, case, actual):
@@ -110,33 +136,37 @@ def _golden(profile, case, actual):
         return handle.read()
 
 
-@pytest.mark.parametrize('profile', ['hgx_h100_8gpu', 'l40s_2gpu', 'a100_40gb_mig'])
+@pytest.mark.parametrize('profile', GPU_PROFILES)
 @pytest.mark.parametrize('case,args,rc', GPU_CASES, ids=[c[0] for c in GPU_CASES])
 def test_gpu_profile_output_matches_golden(shared_sim_root, profile, case, args, rc):
-    host = shared_sim_root(profile, driver=DRIVERS[profile])
+    driver = driver_of(profile)
+    host = shared_sim_root(profile, driver=driver)
     result = host.smi(*args)
     assert result.stdout == _golden(profile, case, result.stdout)
     if case in ('query_gpu_select_index', 'query_gpu_select_many') and len(_profile(profile)['gpus']) < 2:
         rc = 6
     if rc == 'mig':
-        # Only the A100 profile has MIG enabled; elsewhere: "No MIG-enabled devices found."
-        rc = 0 if profile == 'a100_40gb_mig' else 6
+        # Only profiles with MIG enabled list MIG; elsewhere: "No MIG-enabled devices found."
+        mig = [_profile(profile)['models'][gpu['model']].get('mig') for gpu in _profile(profile)['gpus']]
+        rc = 0 if any(m and m.get('default_enabled') for m in mig) else 6
+    if case == 'version' and int(driver.split('.')[0]) < 550:
+        rc = 2  # --version exists from 550 on (the -h list of the real 535 and 550 binaries)
     assert result.returncode == rc, result.stdout + result.stderr
     assert result.stderr == ''
 
 
-@pytest.mark.parametrize('profile', ['driver_not_loaded', 'no_gpu'])
+@pytest.mark.parametrize('profile', BROKEN_PROFILES)
 @pytest.mark.parametrize('case,args', BROKEN_CASES, ids=[c[0] for c in BROKEN_CASES])
 def test_broken_profile_output_matches_golden(shared_sim_root, profile, case, args):
-    host = shared_sim_root(profile, driver=DRIVERS[profile])
+    host = shared_sim_root(profile, driver=driver_of(profile))
     result = host.smi(*args)
     assert result.stdout == _golden(profile, case, result.stdout)
-    assert result.returncode == BROKEN_RC[profile]
+    assert result.returncode == broken_rc(profile)
 
 
-@pytest.mark.parametrize('profile', ['hgx_h100_8gpu', 'l40s_2gpu', 'a100_40gb_mig'])
+@pytest.mark.parametrize('profile', GPU_PROFILES)
 def test_select_by_uuid_and_bus_id(shared_sim_root, profile):
-    host = shared_sim_root(profile, driver=DRIVERS[profile])
+    host = shared_sim_root(profile, driver=driver_of(profile))
     last = _profile(profile)['gpus'][-1]
     expected = '%d, %s\n' % (len(_profile(profile)['gpus']) - 1, last['bus_id'])
     short_bus_id = last['bus_id'][4:].lower()
@@ -145,9 +175,9 @@ def test_select_by_uuid_and_bus_id(shared_sim_root, profile):
         assert (result.returncode, result.stdout) == (0, expected)
 
 
-@pytest.mark.parametrize('profile', ['hgx_h100_8gpu', 'l40s_2gpu', 'a100_40gb_mig'])
+@pytest.mark.parametrize('profile', GPU_PROFILES)
 def test_full_xml_is_well_formed(shared_sim_root, profile):
-    host = shared_sim_root(profile, driver=DRIVERS[profile])
+    host = shared_sim_root(profile, driver=driver_of(profile))
     result = host.smi('-q', '-x')
     assert result.stdout.startswith('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v1')
     document = xml.dom.minidom.parseString(result.stdout)
@@ -156,21 +186,21 @@ def test_full_xml_is_well_formed(shared_sim_root, profile):
     assert len(gpus) == count
     assert document.getElementsByTagName('attached_gpus')[0].firstChild.data == str(count)
     assert [g.getAttribute('id') for g in gpus] == [g['bus_id'] for g in _profile(profile)['gpus']]
-    assert document.getElementsByTagName('driver_version')[0].firstChild.data == DRIVERS[profile]
+    assert document.getElementsByTagName('driver_version')[0].firstChild.data == driver_of(profile)
 
 
-@pytest.mark.parametrize('profile', ['hgx_h100_8gpu', 'l40s_2gpu', 'a100_40gb_mig'])
-def test_every_query_gpu_field_answers(shared_sim_root, profile):
-    sys.path.insert(0, SIM_DIR)
-    try:
-        from nvsim import smi_query
-    finally:
-        sys.path.remove(SIM_DIR)
-    names = [entry[0] for entry in smi_query.GPU_FIELDS]
-    host = shared_sim_root(profile, driver=DRIVERS[profile])
+@pytest.mark.parametrize('profile', GPU_PROFILES)
+@pytest.mark.parametrize('driver', ['535.261.03', '550.163.01', '570.195.03', '580.95.05', '590.48.01'])
+def test_every_query_gpu_field_answers(shared_sim_root, profile, driver):
+    query = nvsim_module('smi.query')
+    names = [entry[0] for entry in query.fields_for(int(driver.split('.')[0]))]
+    host = shared_sim_root(profile, driver=driver)
     result = host.smi('--query-gpu=' + ','.join(names), '--format=csv')
     assert result.returncode == 0, result.stdout
     rows = list(csv.reader(io.StringIO(result.stdout), skipinitialspace=True))
     assert [name.split(' [')[0] for name in rows[0]] == names
     assert len(rows) == 1 + len(_profile(profile)['gpus'])
-    assert all(len(row) == len(names) and all(row) for row in rows[1:])
+    # Only platform.chassis_serial_number is an empty cell (as in the 590-610 captures).
+    empty = [name for row in rows[1:] for name, cell in zip(names, row) if not cell]
+    assert set(empty) <= {'platform.chassis_serial_number'}
+    assert all(len(row) == len(names) for row in rows[1:])

@@ -34,7 +34,8 @@ def test_seven_1g_instances_get_the_real_ids_and_devices(sim_root):
     assert host.smi('mig', '-lci').stdout == golden('mig_lci_seven_1g', host.smi('mig', '-lci').stdout)
     listing = host.smi('-L').stdout
     assert listing == golden('list_seven_1g', listing)
-    assert listing.count('\n  MIG 1g.5gb     Device ') == 7
+    # The profile name is padded to 16 columns, as in the real -L (corpus list/).
+    assert listing.count('\n  MIG 1g.5gb      Device ') == 7
     lgip = host.smi('mig', '-lgip').stdout
     assert '|   0  MIG 1g.5gb        19     0/7        4.75       No     14     0     0   |' in lgip
     assert '|   0  MIG 7g.40gb        0     0/1        39.25      No     98     5     0   |' in lgip

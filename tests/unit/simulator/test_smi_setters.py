@@ -140,10 +140,20 @@ def test_reboot_drops_volatile_settings_but_keeps_inforom_modes(sim_root):
 
 def test_invalid_setter_value(sim_root):
     host = sim_root('l40s_2gpu')
-    for args in (('-pm', 'maybe'), ('-e', '2'), ('-pl', 'lots'), ('-c', '9'), ('-ac', '9001')):
+    # Messages of the real binaries (format strings of the 535 and 550 nvidia-smi).
+    expected = {
+        ('-pm', 'maybe'): "Invalid input arguments. Please run 'nvidia-smi -h' for help.\n",
+        ('-e', '2'): 'Invalid ECC configuration code: 2\n',
+        ('-pl', 'lots'): "Invalid input arguments. Please run 'nvidia-smi -h' for help.\n",
+        ('-c', '9'): 'Invalid compute mode: 9\n',
+        ('-ac', '9001'): ('Specified clocks "9001" are not valid. Please format input as memClk,smClk '
+                          'e.g. --applications-clocks=2000,300\n'),
+        ('-pm', '1', '-e', '1'): ('Invalid combination of input arguments. Only one device modification may be '
+                                  'done at a time.\n'),
+    }
+    for args, text in expected.items():
         result = host.smi(*args)
-        assert result.returncode == 2, args
-        assert result.stdout == "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
+        assert (result.returncode, result.stdout) == (2, text), args
     assert host.state() == {'gpus': {}}
 
 

@@ -20,12 +20,12 @@ import threading
 import time
 
 from nvsim import daemon
-from nvsim import dcgm_diag
-from nvsim import dcgm_fields
-from nvsim import dcgm_proto as proto
-from nvsim import dcgm_render as render
 from nvsim import env
 from nvsim import gpus as gpu_info
+from nvsim.dcgm import diag as dcgm_diag
+from nvsim.dcgm import fields as dcgm_fields
+from nvsim.dcgm import proto
+from nvsim.dcgm import render
 
 # dcgmHealthSystems_t bits and the labels `dcgmi health -f` shows for them.
 WATCH_PCIE = 0x1
@@ -191,9 +191,9 @@ class EngineOptions(object):
         self.port = proto.DEFAULT_PORT
         self.bind = "127.0.0.1"
         self.socket_path = None
-        self.pid_file = "/var/run/nvhostengine.pid"
+        self.pid_file = env.HOSTENGINE_PID_FILE
         self.log_level = None
-        self.log_file = "/var/log/nv-hostengine.log"
+        self.log_file = env.HOSTENGINE_LOG_FILE
         self.service_account = None
         self.terminate = False
 

@@ -1,7 +1,16 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The default ``nvidia-smi`` summary, ``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s``."""
+"""The default ``nvidia-smi`` summary, ``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s``.
 
-from nvsim.smi import INVALID_COMBINATION, RC_INVALID, RC_OK, UsageError, parse_options, select_gpus
+``topo -m`` is laid out as the real tool prints it even into a pipe: the
+header underlined (``ESC[4m`` ... ``ESC[0m``), TAB-separated cells, GPU rows
+with an empty cell before ``GPU NUMA ID``, NIC rows ending in four empty
+cells and, with NICs, a ``NIC Legend`` closed by an empty line.
+"""
+
+from nvsim.smi.common import RC_INVALID, RC_NOT_FOUND, RC_OK, UsageError, parse_options, select_gpus
+
+# Sub-command usage errors (a format string of the real binaries).
+SUB_USAGE = "ERROR: Option %s is not recognized. Please run 'nvidia-smi -h'.\n\n"
 
 LEGEND = """
 Legend:
@@ -61,7 +70,8 @@ def summary(ctx, chosen):
         if len(name) > 35:
             name = "..." + name[-32:]
         out.append("| %4d   %3s  %3s  %15d  %5s   %-35s %9s |\n" % (
-            gpu.index, "N/A", "N/A", proc["pid"], proc.get("type", "C"), name,
+            gpu.index, proc.get("gpu_instance_id", "N/A"), proc.get("compute_instance_id", "N/A"), proc["pid"],
+            proc.get("type", "C"), name,
             "%dMiB" % int(proc.get("used_memory", 0))))
     out.append(RULE)
     ctx.write("".join(out))
@@ -69,13 +79,26 @@ def summary(ctx, chosen):
 
 
 def _relation(ctx, first, second):
-    if first.index == second.index:
+    """topo -m cell between two devices (GPUs: index, NICs: name)."""
+    if first is second:
         return " X "
-    if ctx.profile.get("nvlink_fabric") and first.nvlink["active"] and second.nvlink["active"]:
+    if (ctx.profile.get("nvlink_fabric") and getattr(first, "nvlink", None) and getattr(second, "nvlink", None)
+            and first.nvlink["active"] and second.nvlink["active"]):
         return "NV%d" % min(first.nvlink["links"], second.nvlink["links"])
-    if first.numa_node == second.numa_node:
+    switch = _switch(first)
+    if switch is not None and switch == _switch(second):
+        return "PIX"
+    if _numa(first) == _numa(second):
         return ctx.profile.get("pcie_same_node", "NODE")
     return "SYS"
+
+
+def _switch(device):
+    return device.get("pcie_switch") if isinstance(device, dict) else device.spec.get("pcie_switch")
+
+
+def _numa(device):
+    return device["numa_node"] if isinstance(device, dict) else device.numa_node
 
 
 def topo(ctx, argv):
@@ -84,17 +107,52 @@ def topo(ctx, argv):
     except UsageError:
         opts = {}
     if not opts.get("matrix"):
-        ctx.write(INVALID_COMBINATION)
+        ctx.write(SUB_USAGE % (argv[0] if argv else "topo"))
         return RC_INVALID
     gpus = ctx.gpus
-    out = ["\t" + "".join("GPU%d\t" % gpu.index for gpu in gpus) + "CPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"]
-    for gpu in gpus:
-        cells = [_relation(ctx, gpu, other) for other in gpus]
-        affinity = ctx.profile["cpu_affinity"].get(str(gpu.numa_node), "N/A")
-        out.append("GPU%d\t%s\t%s\t%d\t\tN/A\n" % (gpu.index, "\t".join(cells), affinity, gpu.numa_node))
+    nics = list(ctx.profile.get("nics") or [])
+    devices = list(gpus) + nics
+    names = ["GPU%d" % gpu.index for gpu in gpus] + ["NIC%d" % i for i in range(len(nics))]
+    header = names + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]
+    out = ["\t\x1b[4m" + "\t".join(header) + "\x1b[0m\n"]
+    for name, device in zip(names, devices):
+        cells = [name] + [_relation(ctx, device, other) for other in devices]
+        if isinstance(device, dict):
+            cells += ["", "", "", ""]
+        else:
+            affinity = ctx.profile["cpu_affinity"].get(str(device.numa_node), "N/A")
+            cells += [affinity, str(device.numa_node), "", "N/A"]
+        out.append("\t".join(cells) + "\n")
     out.append(LEGEND)
+    if nics:
+        out.append("\nNIC Legend:\n\n" + "".join("  NIC%d: %s\n" % (i, nic["name"]) for i, nic in enumerate(nics))
+                   + "\n")
     ctx.write("".join(out))
     return RC_OK
+
+
+# nvlink -s messages instead of links: branches < 590 (strings of the real
+# 535 and 550 binaries) and from 590 (590-610 captures, corpus nvlink/).
+NVLINK_ALL_INACTIVE = "NVML: Unable to retrieve NVLink information as all links are inActive\n"
+NVLINK_ALL_INACTIVE_590 = "NVML: Unable to retrieve Nvlink information as all links are inActive\n"
+NVLINK_NONE_590 = "Device does not have or support Nvlink\n"
+NVLINK_MIG_590 = "Nvlink queries are not supported for Devices in MIG mode\n"
+
+
+def _nvlink_lines(ctx, gpu):
+    links = gpu.nvlink["links"]
+    if ctx.branch >= 590:
+        if gpu.mig_current:
+            return [NVLINK_MIG_590]
+        if not links:
+            return [NVLINK_NONE_590]
+        if not gpu.nvlink["active"]:
+            return [NVLINK_ALL_INACTIVE_590]
+    elif not links:
+        return [NVLINK_ALL_INACTIVE]
+    # "%g GB/s" as the real format: 26.562, 25 (never 25.000).
+    state = ("%g GB/s" % gpu.nvlink["speed_gbps"]) if gpu.nvlink["active"] else "<inactive>"
+    return ["\t Link %d: %s\n" % (link, state) for link in range(links)]
 
 
 def nvlink(ctx, argv):
@@ -103,19 +161,12 @@ def nvlink(ctx, argv):
     except UsageError:
         opts = {}
     if not opts.get("status"):
-        ctx.write(INVALID_COMBINATION)
+        ctx.write(SUB_USAGE % (argv[0] if argv else "nvlink"))
         return RC_INVALID
     chosen = select_gpus(ctx, opts.get("id"))
     if chosen is None:
-        from nvsim.smi import RC_NOT_FOUND
         return RC_NOT_FOUND
     for gpu in chosen:
         ctx.write("GPU %d: %s (UUID: %s)\n" % (gpu.index, gpu.product_name, gpu.uuid))
-        links = gpu.nvlink["links"]
-        if not links:
-            ctx.write("\t NVML: Unable to retrieve NVLink information as all links are inActive\n")
-            continue
-        for link in range(links):
-            state = "%.3f GB/s" % gpu.nvlink["speed_gbps"] if gpu.nvlink["active"] else "<inactive>"
-            ctx.write("\t Link %d: %s\n" % (link, state))
-    return RC_OK
+        ctx.write("".join(_nvlink_lines(ctx, gpu)))
+    return ctx.handle_rc or RC_OK

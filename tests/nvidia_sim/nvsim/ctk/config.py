@@ -11,11 +11,12 @@ every other line, and a missing file starts from the default configuration
 import os
 import sys
 
-from nvsim import ctk
+from nvsim import env
 from nvsim import gpus as gpu_info
 from nvsim import toml_lite
+from nvsim.ctk import common as ctk
 
-DEFAULT_CONFIG_FILE = "/etc/nvidia-container-runtime/config.toml"
+DEFAULT_CONFIG_FILE = env.CTK_CONFIG_FILE
 
 # Every key of the toolkit's config.toml with the Go type behind it.
 SCHEMA = {

@@ -15,9 +15,8 @@ from nvsim import env
 from nvsim import gpus
 
 DEFAULT_PORT = 5555
-DEFAULT_SOCKET = "/tmp/nv-hostengine"
+DEFAULT_SOCKET = env.HOSTENGINE_SOCKET
 DEFAULT_DCGM_VERSION = "4.4.2"
-DCGM_VERSION_FILE = ("usr", "share", "nvidia-sim", "dcgm-version")
 
 ST_OK = 0
 ST_BADPARAM = -1
@@ -44,12 +43,7 @@ GROUP_ALL_NVSWITCHES = 1
 
 def dcgm_version():
     """DCGM version of the installed simulated package (baked at build time)."""
-    try:
-        with open(env.path(*DCGM_VERSION_FILE)) as handle:
-            value = handle.read().strip()
-    except (IOError, OSError):
-        value = ""
-    return value or DEFAULT_DCGM_VERSION
+    return env.component_version("dcgm", DEFAULT_DCGM_VERSION)
 
 
 def error_string(status):

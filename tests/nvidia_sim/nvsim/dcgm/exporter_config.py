@@ -16,9 +16,9 @@ import io
 import os
 import ssl
 
-from nvsim import dcgm_fields
 from nvsim import gpus as gpu_info
 from nvsim import yaml_lite
+from nvsim.dcgm import fields as dcgm_fields
 
 PROMETHEUS_TYPES = ("gauge", "counter", "histogram", "summary", "label")
 WEB_CONFIG_KEYS = ("tls_server_config", "http_server_config", "basic_auth_users")

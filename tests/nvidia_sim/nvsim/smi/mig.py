@@ -7,7 +7,8 @@ profiles.gi_id_for) so "-cgi 19 x7" yields IDs 13, 11, 12, 7, 8, 9, 10.
 """
 
 from nvsim import env, profiles
-from nvsim.smi import INVALID_COMBINATION, RC_INVALID, RC_NOT_FOUND, RC_OK, RC_OTHER, select_gpus
+from nvsim.smi.common import ERR_ONE_COMMAND, RC_INVALID, RC_NOT_FOUND, RC_OK, RC_OTHER, select_gpus
+from nvsim.smi.views import SUB_USAGE
 
 FLAGS = {
     "-lgip": "lgip", "--list-gpu-instance-profiles": "lgip",
@@ -307,12 +308,12 @@ def main(ctx, argv):
         opts = _parse(argv)
         gi_filter = _ids(opts.get("gi"))
         ci_filter = _ids(opts.get("ci"))
-    except _Usage:
-        ctx.write(INVALID_COMBINATION)
+    except _Usage as exc:
+        ctx.write(SUB_USAGE % exc.args[0])
         return RC_INVALID
     commands = [c for c in COMMANDS if c in opts]
     if len(commands) != 1 or ("default_ci" in opts and commands[0] != "cgi"):
-        ctx.write(INVALID_COMBINATION)
+        ctx.write(ERR_ONE_COMMAND if len(commands) > 1 else SUB_USAGE % (argv[0] if argv else "mig"))
         return RC_INVALID
     chosen = select_gpus(ctx, opts.get("id"))
     if chosen is None:

@@ -8,7 +8,25 @@ followed by "Terminating early due to previous errors." on failure.
 """
 
 from nvsim import env
-from nvsim.smi import INVALID_COMBINATION, RC_INVALID, RC_NOT_SUPPORTED, RC_OK, RC_OTHER
+from nvsim.smi.common import ERR_INVALID_INPUT, RC_INVALID, RC_NOT_SUPPORTED, RC_OK, RC_OTHER
+
+# Refused values (formats of the real binaries): a number out of range names
+# itself, anything else is "Invalid input arguments".
+INVALID_VALUE = {
+    "pm": "Invalid persistence mode: %s\n", "compute_mode": "Invalid compute mode: %s\n",
+    "ecc": "Invalid ECC configuration code: %s\n", "mig": "Invalid MIG Mode: %s\n",
+}
+BAD_CLOCKS = ('Specified clocks "%s" are not valid. Please format input as memClk,smClk '
+              'e.g. --applications-clocks=2000,300\n')
+
+
+def _refuse(ctx, key, value):
+    value = (value or "").strip()
+    if key in INVALID_VALUE and value.isdigit():
+        ctx.write(INVALID_VALUE[key] % int(value))
+    else:
+        ctx.write(ERR_INVALID_INPUT)
+    return RC_INVALID
 
 TERMINATE = "Terminating early due to previous errors.\n"
 ALL_DONE = "All done.\n"
@@ -50,8 +68,7 @@ def _store(changes):
 def set_persistence(ctx, chosen, value):
     wanted = _flag(value)
     if wanted is None:
-        ctx.write(INVALID_COMBINATION)
-        return RC_INVALID
+        return _refuse(ctx, "pm", value)
     changes = {}
     word = "Legacy persistence mode" if ctx.branch >= 580 else "persistence mode"
     for gpu in chosen:
@@ -70,8 +87,7 @@ def set_power_limit(ctx, chosen, value):
     try:
         watts = float(value)
     except (TypeError, ValueError):
-        ctx.write(INVALID_COMBINATION)
-        return RC_INVALID
+        return _refuse(ctx, "pl", value)
     for gpu in chosen:
         power = gpu.power
         if not power["min_w"] <= watts <= power["max_w"]:
@@ -94,7 +110,7 @@ def set_app_clocks(ctx, chosen, value):
     try:
         memory, graphics = [int(part) for part in value.split(",")]
     except (AttributeError, ValueError):
-        ctx.write(INVALID_COMBINATION)
+        ctx.write(BAD_CLOCKS % value)
         return RC_INVALID
     for gpu in chosen:
         if (memory, graphics) not in gpu.supported_clock_pairs():
@@ -124,8 +140,7 @@ def reset_app_clocks(ctx, chosen, _value):
 def set_compute_mode(ctx, chosen, value):
     name = COMPUTE_MODE_NAMES.get((value or "").strip().upper())
     if name is None:
-        ctx.write(INVALID_COMBINATION)
-        return RC_INVALID
+        return _refuse(ctx, "compute_mode", value)
     if name == "EXCLUSIVE_THREAD":
         for gpu in chosen:
             ctx.write("Unable to set the compute mode for GPU %s: Not Supported\n" % gpu.bus_id)
@@ -145,8 +160,7 @@ def set_compute_mode(ctx, chosen, value):
 def set_ecc(ctx, chosen, value):
     wanted = _flag(value)
     if wanted is None:
-        ctx.write(INVALID_COMBINATION)
-        return RC_INVALID
+        return _refuse(ctx, "ecc", value)
     rc = RC_OK
     changes = {}
     reboot = False
@@ -174,8 +188,7 @@ def set_ecc(ctx, chosen, value):
 def set_mig(ctx, chosen, value):
     wanted = _flag(value)
     if wanted is None:
-        ctx.write(INVALID_COMBINATION)
-        return RC_INVALID
+        return _refuse(ctx, "mig", value)
     rc = RC_OK
     changes = {}
     verb = "enable" if wanted else "disable"

@@ -21,15 +21,12 @@ import os
 import subprocess
 import sys
 
-from nvsim import ctk
+from nvsim import env
 from nvsim import gpus as gpu_info
 from nvsim import toml_lite
+from nvsim.ctk import common as ctk
 
-DEFAULTS = {
-    "docker": ("/etc/docker/daemon.json", ""),
-    "containerd": ("/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"),
-    "crio": ("/etc/crio/crio.conf", "/etc/crio/conf.d/99-nvidia.toml"),
-}
+DEFAULTS = env.CTK_RUNTIME_CONFIGS
 RUNTIME_SPECIFIC_DEFAULT = "RUNTIME_SPECIFIC_DEFAULT"
 CRI_PLUGIN = {1: "cri", 2: "io.containerd.grpc.v1.cri"}
 CRI_PLUGIN_V3 = "io.containerd.cri.v1.runtime"

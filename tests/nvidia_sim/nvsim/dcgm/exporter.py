@@ -22,24 +22,19 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
 
 from nvsim import daemon
-from nvsim import dcgm_fields
-from nvsim import dcgm_proto as proto
 from nvsim import env
-from nvsim import exporter_config as config
 from nvsim import gpus as gpu_info
+from nvsim.dcgm import exporter_config as config
+from nvsim.dcgm import fields as dcgm_fields
+from nvsim.dcgm import proto
 
 PROG = "dcgm-exporter"
-DEFAULT_COLLECTORS = "/etc/dcgm-exporter/default-counters.csv"
+DEFAULT_COLLECTORS = env.DCGM_EXPORTER_COLLECTORS
 DEFAULT_VERSION = "4.4.2-4.7.0"
-VERSION_FILE = ("usr", "share", "nvidia-sim", "dcgm-exporter-version")
 
 
 def exporter_version():
-    try:
-        with open(env.path(*VERSION_FILE)) as handle:
-            return handle.read().strip() or DEFAULT_VERSION
-    except (IOError, OSError):
-        return DEFAULT_VERSION
+    return env.component_version("dcgm-exporter", DEFAULT_VERSION)
 
 
 # --- logging like Go's slog text handler ------------------------------------------

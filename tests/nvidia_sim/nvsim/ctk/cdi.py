@@ -15,15 +15,15 @@ import os
 import platform
 import sys
 
-from nvsim import ctk
-from nvsim import ctk_config
 from nvsim import env
 from nvsim import gpus as gpu_info
 from nvsim import profiles
 from nvsim import yaml_lite
+from nvsim.ctk import common as ctk
+from nvsim.ctk import config as ctk_config
 
 CDI_VERSION = "0.5.0"
-SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+SPEC_DIRS = env.CDI_SPEC_DIRS
 HOOK = "/usr/bin/nvidia-cdi-hook"
 MOUNT_OPTIONS = ["ro", "nosuid", "nodev", "rbind", "rprivate"]
 BINARIES = ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
@@ -141,7 +141,7 @@ def build_spec(values, driver_version, devices, disable_compat):
     for binary in BINARIES:
         path = "/usr/bin/" + binary
         mounts.append({"hostPath": path, "containerPath": path, "options": list(MOUNT_OPTIONS)})
-    if os.path.exists(env.path("run", "nvidia-persistenced", "socket")):
+    if os.path.exists(env.path(*env.PERSISTENCED_SOCKET)):
         mounts.append({"hostPath": "/run/nvidia-persistenced/socket",
                        "containerPath": "/run/nvidia-persistenced/socket",
                        "options": ["ro", "nosuid", "nodev", "rbind", "rprivate", "noexec"]})

@@ -4,7 +4,8 @@
 One tree per GPU feeds both renderers, so the text and XML reports can never
 disagree.  Layout follows the driver branch: the label column is 42 wide up
 to r575 and 55 wide from r580; power readings switch from "Power Draw" to
-average/instantaneous at r550; the DTD is nvsmi_device_v12 before r550.
+average/instantaneous at r550 (the DTD the 550 binary embeds); the DTD is
+nvsmi_device_v12 up to r580 and v13 from r590.
 """
 
 from nvsim import env, profiles
@@ -52,6 +53,10 @@ SECTIONS = {
     "ROW_REMAPPER": ("remapped_rows",),
     "RESET_STATUS": ("gpu_reset_status", "gpu_recovery_action"),
 }
+
+# nvsmi_device_v12.dtd up to 580: the 535 and 550 binaries embed v12, the 570
+# captures name it; v13 in every 590/595 capture.  No public 575/580 capture.
+DTD_V13_FROM = 590
 
 # Marks the process block, which keeps the old 42-column layout on every branch.
 FIXED_WIDTH = object()
@@ -237,7 +242,8 @@ def _retired_pages():
 
 
 def _remapped_rows(gpu):
-    if not gpu.remapped_rows["supported"]:
+    # In MIG mode the real GPUs report the whole block as N/A (A100 510, 535 captures).
+    if not gpu.remapped_rows["supported"] or gpu.mig_current:
         return [leaf("Remapped Rows", "remapped_rows", NA)]
     banks = "%d bank(s)"
     return [group("Remapped Rows", "remapped_rows", [
@@ -377,10 +383,12 @@ def _processes(ctx, gpu):
     for proc in gpu.processes:
         used = _mib(int(proc.get("used_memory", 0)))
         xml_kids.append(group(None, "process_info", [
-            leaf(None, "gpu_instance_id", NA), leaf(None, "compute_instance_id", NA),
+            leaf(None, "gpu_instance_id", proc.get("gpu_instance_id", NA)),
+            leaf(None, "compute_instance_id", proc.get("compute_instance_id", NA)),
             leaf(None, "pid", proc["pid"]), leaf(None, "type", proc.get("type", "C")),
             leaf(None, "process_name", proc.get("name", "")), leaf(None, "used_memory", used)]))
-        text_kids += [leaf("GPU instance ID", None, NA), leaf("Compute instance ID", None, NA),
+        text_kids += [leaf("GPU instance ID", None, proc.get("gpu_instance_id", NA)),
+                      leaf("Compute instance ID", None, proc.get("compute_instance_id", NA)),
                       group("Process ID", None, [leaf("Type", None, proc.get("type", "C")),
                                                  leaf("Name", None, proc.get("name", "")),
                                                  leaf("Used GPU Memory", None, used)], value=proc["pid"])]
@@ -562,16 +570,16 @@ def _filter(nodes, sections):
 
 
 def run(ctx, chosen, xml, display, selected):
-    from nvsim.smi import INVALID_COMBINATION, RC_INVALID, RC_OK
+    from nvsim.smi.common import ERR_INVALID_INPUT, RC_INVALID, RC_OK
     sections = None
     if display:
         sections = [s.strip().upper() for s in display.split(",") if s.strip()]
         if not sections or any(s not in SECTIONS for s in sections):
-            ctx.write(INVALID_COMBINATION)
+            ctx.write(ERR_INVALID_INPUT)
             return RC_INVALID
     out = []
     if xml:
-        dtd = "nvsmi_device_v13.dtd" if ctx.branch >= 550 else "nvsmi_device_v12.dtd"
+        dtd = "nvsmi_device_v13.dtd" if ctx.branch >= DTD_V13_FROM else "nvsmi_device_v12.dtd"
         out.append('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "%s">\n<nvidia_smi_log>\n' % dtd)
         out.append("\t<timestamp>%s</timestamp>\n\t<driver_version>%s</driver_version>\n"
                    "\t<cuda_version>%s</cuda_version>\n\t<attached_gpus>%d</attached_gpus>\n"
