@@ -134,14 +134,15 @@ class Tree(object):
                     os.path.join(directory, 'group_vars', 'gpu_nodes.yml'))
         hosts = {}
         for index, name in enumerate(nodes):
-            host = dict(HGX, dcgm_port=DCGM_PORT + index, dcgm_exporter_port=EXPORTER_PORT + index)
+            # Host variables: they outrank the simulated group_vars' own repository defaults.
+            host = dict(HGX, dcgm_port=DCGM_PORT + index, dcgm_exporter_port=EXPORTER_PORT + index,
+                        gpufleet_test_repo_url=REPO_URL, gpufleet_test_repo_dir=REPO_DIR)
             if ssh_key:
                 host.update(ansible_connection='ssh', ansible_host='127.0.0.1', ansible_port=SSH_PORT + index,
                             ansible_user='root', ansible_ssh_private_key_file=ssh_key)
             hosts[name] = host
         data = {'all': {'vars': {'ansible_connection': 'community.docker.docker',
-                                 'ansible_python_interpreter': '/usr/bin/python3',
-                                 'gpufleet_test_repo_url': REPO_URL, 'gpufleet_test_repo_dir': REPO_DIR},
+                                 'ansible_python_interpreter': '/usr/bin/python3'},
                         'children': {'gpu_nodes': {'hosts': hosts}}}}
         path = os.path.join(directory, 'hosts.yml')
         with open(path, 'w') as handle:
