@@ -84,6 +84,13 @@ def start_node(name, image='gpufleet/debian12-systemd:latest'):
     run(['docker', 'run', '-d', '--name', name, '--hostname', name, '--cap-add', 'SYS_ADMIN',
          '--tmpfs', '/run', '--tmpfs', '/run/lock', '-v', '/sys/fs/cgroup:/sys/fs/cgroup:ro',
          '--network', 'host', '--restart', 'always', image, '/lib/systemd/systemd'])
+    # The first module must not race the container's boot.
+    for _ in range(60):
+        _s, proc = run(['docker', 'exec', name, 'systemctl', 'is-system-running', '--wait'], check=False, timeout=120)
+        if proc.stdout.strip() in ('running', 'degraded'):
+            return
+        time.sleep(1)
+    raise SystemExit('node %s did not boot' % name)
 
 
 def remove_nodes(names):
