@@ -37,6 +37,9 @@ LOADED_DRIVER_FILE = ("run", "nvidia-sim", "loaded-driver")
 PROC_VERSION_FILE = ("run", "nvidia-sim", "proc", "driver", "nvidia", "version")
 NVSWITCH_DEVICES_DIR = ("run", "nvidia-sim", "proc", "driver", "nvidia-nvswitch", "devices")
 BOOTED_MARKER = ("run", "nvidia-sim", "booted")
+# Fault injection: NVML initialisation fails with the error in this file
+# ("Unknown Error": a container without the /dev/nvidia* nodes).
+NVML_INIT_ERROR_FILE = ("run", "nvidia-sim", "nvml-init-error")
 PROCESSES_DIR = ("run", "nvidia-sim", "processes")
 STATE_FILE = ("var", "lib", "nvidia-sim", "state.json")
 STATE_LOCK = ("var", "lib", "nvidia-sim", "state.lock")
@@ -157,6 +160,11 @@ def installed_driver_version():
 def nvml_library_version():
     """Driver version of the installed NVML library package, None without it."""
     return _read_line(NVML_VERSION_FILE)
+
+
+def nvml_init_error():
+    """The NVML error every initialisation fails with (fault injection), else None."""
+    return _read_line(NVML_INIT_ERROR_FILE)
 
 
 def component_version(component, default):

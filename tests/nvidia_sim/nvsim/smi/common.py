@@ -137,6 +137,9 @@ def driver_problem(profile):
     nvml = env.nvml_library_version()
     if not nvml:
         return RC_NO_NVML, NO_NVML
+    failure = env.nvml_init_error()
+    if failure:
+        return RC_OTHER, "Failed to initialize NVML: %s\n" % failure
     loaded = env.loaded_driver_version()
     if not profile.get("driver_loadable", True) or not loaded:
         return RC_NO_DRIVER, NO_DRIVER

@@ -219,12 +219,13 @@ def list_gpus(ctx, chosen):
 
 def usage():
     """The simulator's -h: the real tool's layout, reduced to what is simulated."""
-    lines = ["NVIDIA System Management Interface -- v%s (nvidia-sim test double)" % (
-        env.installed_driver_version() or "sim"), "",
-        "Options the simulator implements (every other option of the real tool is known and refused",
-        "with a simulator error):", ""]
-    for shorts, longs, takes, _since, simulated in OPTIONS.values():
-        if simulated:
+    version = env.installed_driver_version()
+    branch = int(env.driver_branch(version)) if version and version.split(".")[0].isdigit() else 0
+    lines = ["NVIDIA System Management Interface -- v%s (nvidia-sim test double)" % (version or "sim"), "",
+             "Options the simulator implements (every other option of the real tool is known and refused",
+             "with a simulator error):", ""]
+    for shorts, longs, takes, since, simulated in OPTIONS.values():
+        if simulated and (branch == 0 or branch >= since):
             forms = ", ".join(shorts + tuple(form + ("=" if takes else "") for form in longs))
             lines.append("    " + forms)
     lines += ["", "Sub-commands: %s" % ", ".join(sorted(name for name, (_s, sim) in SUBCOMMANDS.items() if sim)), ""]

@@ -166,9 +166,11 @@ def _pci(ctx, gpu):
         leaf("Replay Number Rollovers", "replay_rollover_counter", 0),
         leaf("Tx Throughput", "tx_util", "%d KB/s" % (4000 if gpu.busy else 0)),
         leaf("Rx Throughput", "rx_util", "%d KB/s" % (4000 if gpu.busy else 0)),
-        leaf("Atomic Caps Outbound", "atomic_caps_outbound", NA),
-        leaf("Atomic Caps Inbound", "atomic_caps_inbound", NA),
     ]
+    # Inbound first up to 550 (the DTDs of the 535 and 550 binaries), outbound first from 570 (captures).
+    atomic = [leaf("Atomic Caps Inbound", "atomic_caps_inbound", NA),
+              leaf("Atomic Caps Outbound", "atomic_caps_outbound", NA)]
+    kids += atomic[::-1] if ctx.branch >= 570 else atomic
     return group("PCI", "pci", kids)
 
 
@@ -302,6 +304,8 @@ def _power(ctx, gpu):
         nodes.append(group("Workload Power Profiles", "power_profiles", [
             leaf("Requested Profiles", "power_profile_requested_profiles", NA),
             leaf("Enforced Profiles", "power_profile_enforced_profiles", NA)]))
+    if ctx.branch >= 590:  # every 590/595 capture
+        nodes.append(leaf("EDPp Multiplier", "edpp_multiplier", NA))
     return nodes
 
 
@@ -340,14 +344,15 @@ def _fabric(ctx, gpu):
     else:
         state, status = NA, NA
     kids = [leaf("State", "state", state), leaf("Status", "status", status)]
-    if ctx.branch >= 570:
+    if ctx.branch >= 550:  # (state, status, cliqueId, clusterUuid, health(bandwidth)) in the 550 DTD
         health = []
         if ctx.branch >= 580:
             health.append(leaf("Summary", "summary", NA))
-        health += [leaf("Bandwidth", "bandwidth", NA),
-                   leaf("Route Recovery in progress", "route_recovery_in_progress", NA),
-                   leaf("Route Unhealthy", "route_unhealthy", NA),
-                   leaf("Access Timeout Recovery", "access_timeout_recovery", NA)]
+        health.append(leaf("Bandwidth", "bandwidth", NA))
+        if ctx.branch >= 570:
+            health += [leaf("Route Recovery in progress", "route_recovery_in_progress", NA),
+                       leaf("Route Unhealthy", "route_unhealthy", NA),
+                       leaf("Access Timeout Recovery", "access_timeout_recovery", NA)]
         if ctx.branch >= 580:
             health.append(leaf("Incorrect Configuration", "incorrect_configuration", NA))
         kids += [leaf("CliqueId", "cliqueId", NA), leaf("ClusterUUID", "clusterUuid", NA),
@@ -440,7 +445,7 @@ def gpu_tree(ctx, gpu):
         leaf("GPU Part Number", "gpu_part_number", model["gpu_part_number"]),
         leaf("FRU Part Number", "gpu_fru_part_number", NA),
     ]
-    if ctx.branch >= 550:
+    if ctx.branch >= 570:  # 550 still has gpu_module_id (its DTD)
         nodes.append(group("Platform Info", "platformInfo", [
             leaf("Chassis Serial Number", "chassis_serial_number", NA),
             leaf("Slot Number", "slot_number", NA), leaf("Tray Index", "tray_index", NA),
@@ -452,11 +457,15 @@ def gpu_tree(ctx, gpu):
     nodes.append(group("Inforom Version", "inforom_version", [
         leaf("Image Version", "img_version", inforom["img"]), leaf("OEM Object", "oem_object", inforom["oem"]),
         leaf("ECC Object", "ecc_object", inforom["ecc"]), leaf("Power Management Object", "pwr_object", inforom["pwr"])]))
-    if ctx.branch >= 570:
-        nodes.append(group("Inforom BBX Object Flush", "inforom_bbx_flush", [
-            leaf("Latest Timestamp", "latest_timestamp", NA), leaf("Latest Duration", "latest_duration", NA)]))
+    # In the DTD of the 535.261 and 550 binaries (535.54 did not print it yet).
+    nodes.append(group("Inforom BBX Object Flush", "inforom_bbx_flush", [
+        leaf("Latest Timestamp", "latest_timestamp", NA), leaf("Latest Duration", "latest_duration", NA)]))
     nodes.append(group("GPU Operation Mode", "gpu_operation_mode", [
         leaf("Current", "current_gom", NA), leaf("Pending", "pending_gom", NA)]))
+    gsp = leaf("GSP Firmware Version", "gsp_firmware_version",
+               ctx.driver_version if model["gsp_firmware"] and env.module_flavour() != "proprietary" else NA)
+    if ctx.branch < 550:  # 535 prints it right after the operation mode (its DTD)
+        nodes.append(gsp)
     if ctx.branch >= 550:
         nodes.append(leaf("GPU C2C Mode", "c2c_mode", "Disabled"))
     virt = [leaf("Virtualization Mode", "virtualization_mode", "None"), leaf("Host VGPU Mode", "host_vgpu_mode", NA)]
@@ -469,8 +478,8 @@ def gpu_tree(ctx, gpu):
             leaf("Drain and Reset Recommended", "drain_and_reset_recommended", "No")]))
     if ctx.branch >= 570:
         nodes.append(leaf("GPU Recovery Action", "gpu_recovery_action", "None"))
-    nodes.append(leaf("GSP Firmware Version", "gsp_firmware_version",
-                      ctx.driver_version if model["gsp_firmware"] and env.module_flavour() != "proprietary" else NA))
+    if ctx.branch >= 550:
+        nodes.append(gsp)
     nodes.append(group("IBMNPU", "ibmnpu", [leaf("Relaxed Ordering Mode", "relaxed_ordering_mode", NA)]))
     nodes.append(_pci(ctx, gpu))
     nodes.append(leaf("Fan Speed", "fan_speed", NA if gpu.fan_percent is None else "%d %%" % gpu.fan_percent))
