@@ -20,8 +20,8 @@ import sys
 from nvsim import env
 from nvsim.smi.common import (
     ERR_DISPLAY_NEEDS_QUERY, ERR_DISPLAY_WITH_XML, ERR_FORMAT_MISSING, ERR_NOT_VALID, ERR_ONE_COMMAND,
-    ERR_ONE_MODIFICATION, ERR_XML_NEEDS_QUERY, RC_INVALID, RC_OK, RC_OTHER, UsageError, build_context,
-    parse_options, select_gpus,
+    ERR_ONE_MODIFICATION, ERR_XML_NEEDS_QUERY, RC_INVALID, RC_NOT_FOUND, RC_OK, RC_OTHER, UsageError,
+    build_context, parse_options, select_gpus,
 )
 
 HELP = ("-h", "--help")
@@ -188,7 +188,6 @@ def dispatch(ctx, opts):
         return RC_OK
     chosen = select_gpus(ctx, opts.get("id"))
     if chosen is None:
-        from nvsim.smi.common import RC_NOT_FOUND
         return RC_NOT_FOUND
     if opts.get("list"):
         return list_gpus(ctx, chosen)
