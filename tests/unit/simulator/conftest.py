@@ -13,12 +13,13 @@ __metaclass__ = type
 
 import pytest
 
-# Other test packages import make_host, SIM_BIN and SIM_DIR from here (through the collection path).
+# Other test packages import these from here (through the collection path).
 try:
-    from sim_hosts import EXPECTED_DIR, FROZEN_TIME, SIM_BIN, SIM_DIR, SimHost, make_host  # noqa: F401
+    from sim_hosts import SIM_BIN, SIM_DIR, SimHost, make_host
 except ImportError:
-    from ansible_collections.gpufleet.nvidia.tests.unit.simulator.sim_hosts import (  # noqa: F401
-        EXPECTED_DIR, FROZEN_TIME, SIM_BIN, SIM_DIR, SimHost, make_host)
+    from ansible_collections.gpufleet.nvidia.tests.unit.simulator.sim_hosts import SIM_BIN, SIM_DIR, SimHost, make_host
+
+__all__ = ['SIM_BIN', 'SIM_DIR', 'SimHost', 'make_host']
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import io
 import json
 import os
 import re
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 import pytest
 

@@ -27,7 +27,7 @@ __metaclass__ = type
 
 import os
 import subprocess
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 import pytest
 

@@ -28,6 +28,7 @@ def _refuse(ctx, key, value):
         ctx.write(ERR_INVALID_INPUT)
     return RC_INVALID
 
+
 TERMINATE = "Terminating early due to previous errors.\n"
 ALL_DONE = "All done.\n"
 WARNING_ONLY = "Treating as warning and moving on.\n"
