@@ -85,7 +85,7 @@ def start_node(name, image='gpufleet/debian12-systemd:latest'):
          '--tmpfs', '/run', '--tmpfs', '/run/lock', '-v', '/sys/fs/cgroup:/sys/fs/cgroup:ro',
          '--network', 'host', '--restart', 'always', image, '/lib/systemd/systemd'])
     # The first module must not race the container's boot.
-    for _ in range(60):
+    for _attempt in range(60):
         _s, proc = run(['docker', 'exec', name, 'systemctl', 'is-system-running', '--wait'], check=False, timeout=120)
         if proc.stdout.strip() in ('running', 'degraded'):
             return
@@ -284,9 +284,9 @@ def section_rerun(tree, workdir, runs, result, baseline_tree=None):
     rerun = measure_rerun(tree, workdir, inventory, runs, 'current')
     host = rerun['counts'][name]
     floor_a = floor_a_playbook(workdir, name, host['module_executions'])
-    floor_a_times = [tree.playbook(inventory, floor_a)[0] for _ in range(runs)]
+    floor_a_times = [tree.playbook(inventory, floor_a)[0] for _run in range(runs)]
     script = state_check_script(name)
-    floor_b_times = [docker_exec(name, script)[0] for _ in range(runs)]
+    floor_b_times = [docker_exec(name, script)[0] for _run in range(runs)]
     result['rerun'] = dict(rerun, floor_a={'module_calls': host['module_executions'], 'runs_s': floor_a_times,
                                            'median_s': median(floor_a_times)},
                            floor_b={'runs_s': floor_b_times, 'median_s': median(floor_b_times)})
@@ -367,15 +367,15 @@ def section_facts(tree, workdir, runs, result, inventory):
     adhoc = os.path.join(VENV_BIN, 'ansible')
     docker_exec(name, ': > /var/log/nvidia-sim/calls.log\n')
     module_times = [run([adhoc, '-i', inventory, name, '-b', '-m', 'gpufleet.nvidia.nvidia_smi_info'], env=env)[0]
-                    for _ in range(runs)]
+                    for _run in range(runs)]
     _s, calls = docker_exec(name, 'cat /var/log/nvidia-sim/calls.log\n')
     smi_calls = [json.loads(line) for line in calls.stdout.splitlines() if line.strip()]
     smi_calls = [c for c in smi_calls if c.get('prog') == 'nvidia-smi']
     ping_times = [run([adhoc, '-i', inventory, name, '-b', '-m', 'ansible.builtin.ping'], env=env)[0]
-                  for _ in range(runs)]
+                  for _run in range(runs)]
     query = ('nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,persistence_mode,'
              'memory.total,memory.used,temperature.gpu,power.draw --format=csv\n')
-    bare = [docker_exec(name, query)[0] for _ in range(runs)]
+    bare = [docker_exec(name, query)[0] for _run in range(runs)]
     result['facts'] = {
         'nvidia_smi_processes_per_call': round(len(smi_calls) / float(runs), 2),
         'nvidia_smi_argv': sorted(set(' '.join(c['argv']) for c in smi_calls)),
