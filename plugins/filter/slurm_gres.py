@@ -69,7 +69,9 @@ EXAMPLES = r"""
 
 - name: Read the CPU layout
   ansible.builtin.command:
-    argv: [lscpu, --parse=CPU,CORE,SOCKET]
+    argv:
+      - lscpu
+      - --parse=CPU,CORE,SOCKET
   register: lscpu
   changed_when: false
 
