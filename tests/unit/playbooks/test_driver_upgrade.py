@@ -103,7 +103,7 @@ def test_the_package_step_has_a_rescue_that_puts_the_node_back():
     apt = _load(os.path.join(ROOT, 'roles', 'nvidia_driver', 'tasks', 'install_apt.yml'))
     rescue = [t for t in apt if t.get('name') == 'Install the driver packages' and 'block' in t][0]['rescue']
     pin = [t for t in rescue if t['name'] == 'Put the pin of the driver installed before back'][0]
-    assert pin['vars'] == {'__nvidia_driver_target_version': '{{ __nvidia_driver_version_before }}'}
+    assert pin['vars'] == {'__nvidia_driver_pin_version': '{{ __nvidia_driver_version_before }}'}
 
 
 def test_site_skips_what_needs_the_loaded_driver_while_a_reboot_is_pending():

@@ -1,0 +1,221 @@
+"""Fleet operations through ansible-runner, as AWX runs them (tests/fleet.py).
+
+In order, on the fleet converged at branch 570:
+  1. health.yml: the report is written and every node is healthy;
+  2. Xid 79 on one GPU of the HGX node: health.yml with draining on reports it
+     unhealthy and Slurm shows the node drained with the reason;
+  3. driver_upgrade.yml to 580 in batches of one, by name (A100, HGX, L40S),
+     the HGX failing its verification (a GPU fallen off the bus at every
+     boot): the A100 is drained, upgraded, rebooted (its MIG layout back),
+     verified and resumed; the HGX is upgraded with Fabric Manager at the same
+     version, rebooted and stays drained with the reason; the run stops
+     before the L40S;
+  4. again, with the HGX repaired and the L40S's package step failing (dpkg
+     refuses to run): the A100 is left alone, the HGX is verified and
+     resumed, the L40S is put back on 570 (pin, holds, services) and stays
+     drained;
+  5. site.yml at 580 on the live fleet: the L40S gets 580 installed and,
+     until its reboot, the container toolkit and DCGM skip it;
+  6. the upgrade again: the L40S is rebooted, verified and resumed;
+  7. site.yml at 580 changes nothing.
+"""
+import json
+import os
+import re
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fleet import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
+    GPU_NODES, driver, out, put, record, restarts, run, sh, slurm_node)
+
+INVENTORY = os.path.dirname(os.environ.get("MOLECULE_INVENTORY_FILE", "/nonexistent/x"))
+WORK = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/tmp/gpufleet-fleet"), "runner")
+KERN_LOG = "/run/gpufleet-test/kern.log"
+# The survey of the "Rolling driver upgrade" job template (playbooks/vars/awx_configure.yml): strings.
+# The batches go by name (order: sorted): the A100, the HGX, the L40S.
+UPGRADE = {"nvidia_driver_branch": "580", "gpufleet_upgrade_serial": "1", "gpufleet_upgrade_drain": "slurm",
+           "gpufleet_upgrade_order": "sorted"}
+XID_UNIT = "/etc/systemd/system/gpufleet-test-xid.service"
+XID_AT_BOOT = "/etc/gpufleet-test-xid-at-boot"
+DPKG_FAILS = "/etc/apt/apt.conf.d/00gpufleet-test-dpkg-fails"
+
+
+def job(name, playbook, extravars=None):
+    return run(os.path.join(WORK, name), INVENTORY, playbook, name, extravars)
+
+
+def gpu_bus(node, index=0):
+    bus = out(node, "nvidia-smi -i %d --query-gpu=pci.bus_id --format=csv,noheader" % index).strip()
+    # 00000000:18:00.0 -> 0000:18:00, as the driver prints it in Xid messages.
+    return bus[-12:-2]
+
+
+def xid79(node, index=0):
+    """Xid 79 on a GPU, as the driver logs it."""
+    bus = gpu_bus(node, index)
+    return ("[  812.345678] NVRM: Xid (PCI:%s): 79, pid=0, name=, GPU has fallen off the bus.\n"
+            "[  812.345690] NVRM: GPU %s: GPU has fallen off the bus.\n" % (bus, bus))
+
+
+def health_report(directory):
+    with open(os.path.join(directory, "gpu-health.json")) as handle:
+        return json.load(handle)
+
+
+def report_hosts(report):
+    """{host: healthy} from gpu-health.json, whatever its exact layout."""
+    hosts = report.get("hosts", report)
+    if isinstance(hosts, list):
+        return dict((h["host"], h["healthy"]) for h in hosts)
+    return dict((name, value["healthy"]) for name, value in hosts.items())
+
+
+@pytest.fixture(scope="module")
+def before():
+    return dict((node, restarts(node)) for node in GPU_NODES)
+
+
+def test_1_health_report_all_healthy():
+    report_dir = os.path.join(WORK, "report-1")
+    result = job("health-1", "playbooks/health.yml", {"health_report_dir": report_dir})
+    assert result.status == "successful" and result.rc == 0, result.summary()
+    assert result.failed() == [], result.summary()
+    assert all(result.changed(node) == 0 for node in GPU_NODES), result.stats
+    assert os.path.isfile(os.path.join(report_dir, "gpu-health.html"))
+    assert report_hosts(health_report(report_dir)) == dict((node, True) for node in GPU_NODES)
+    # The job's artifacts: event stream, stdout, status, rc.
+    assert os.path.isdir(os.path.join(result.dir, "job_events")) and result.stdout
+
+
+def test_2_xid_drains_the_node_in_slurm():
+    put("fleet-hgx", KERN_LOG, xid79("fleet-hgx", 3), append=True)
+    report_dir = os.path.join(WORK, "report-2")
+    result = job("health-2", "playbooks/health.yml",
+                 {"health_report_dir": report_dir, "health_drain_unhealthy": True, "health_drain_hook": "slurm"})
+    assert result.status == "successful", result.summary()
+    assert result.failed() == [], result.summary()
+    assert report_hosts(health_report(report_dir)) == {"fleet-hgx": False, "fleet-l40s": True, "fleet-a100": True}
+    hgx = slurm_node("fleet-hgx")
+    assert "DRAIN" in hgx["state"] and re.search(r"gpu health.*xid", hgx["reason"], re.I), hgx["text"]
+    assert record("fleet-hgx")["reason"] == hgx["reason"]
+    for node in ("fleet-l40s", "fleet-a100"):
+        assert "DRAIN" not in slurm_node(node)["state"]
+    # Only the unhealthy node changed (its drain).
+    assert result.changed("fleet-hgx") > 0 and result.changed("fleet-l40s") == result.changed("fleet-a100") == 0
+
+
+def _boot_xid(node, gpu):
+    """A GPU of the node falls off the bus at every boot (an Xid 79 in the new boot's kernel log)."""
+    put(node, XID_AT_BOOT, xid79(node, gpu))
+    put(node, XID_UNIT, "[Unit]\nDescription=Test harness: a GPU fallen off the bus at boot\n"
+                        "After=systemd-tmpfiles-setup.service\n[Service]\nType=oneshot\n"
+                        "ExecStart=/bin/sh -c 'cat %s >> %s'\n[Install]\nWantedBy=multi-user.target\n"
+        % (XID_AT_BOOT, KERN_LOG))
+    sh(node, "systemctl daemon-reload && systemctl enable gpufleet-test-xid.service")
+
+
+def test_3_rolling_upgrade_stops_at_a_node_failing_verification(before):
+    _boot_xid("fleet-hgx", 5)
+    result = job("upgrade-1", "playbooks/driver_upgrade.yml", UPGRADE)
+    assert result.status == "failed", result.summary()
+
+    # A100: drained, upgraded, rebooted, verified, resumed; its MIG layout came back with the reboot.
+    assert driver("fleet-a100").startswith("580.") and restarts("fleet-a100") == before["fleet-a100"] + 1
+    a100 = slurm_node("fleet-a100")
+    assert a100["state"] == "IDLE" and record("fleet-a100") is None, a100["text"]
+    assert len(re.findall(r"MIG 3g\.20gb", out("fleet-a100", "nvidia-smi -L"))) == 2
+
+    # HGX: upgraded with Fabric Manager at exactly the driver's version, rebooted, failed its
+    # verification: stays drained with the reason, in Slurm and on the node.
+    assert driver("fleet-hgx").startswith("580.") and restarts("fleet-hgx") == before["fleet-hgx"] + 1
+    fm = out("fleet-hgx", "dpkg-query -W -f='${Version}' nvidia-fabricmanager").split("-")[0]
+    assert fm == driver("fleet-hgx")
+    assert out("fleet-hgx", "systemctl is-active nvidia-fabricmanager").strip() == "active"
+    # DCGM's CUDA plugin followed the driver's CUDA major (12 -> 13).
+    assert out("fleet-hgx", "dpkg-query -W -f='${db:Status-Abbrev}' datacenter-gpu-manager-4-cuda13").startswith("ii")
+    hgx = slurm_node("fleet-hgx")
+    assert "DRAIN" in hgx["state"] and "verification failed" in hgx["reason"], hgx["text"]
+    assert "xid_79" in hgx["reason"] or "xid" in hgx["reason"].lower(), hgx["text"]
+    assert record("fleet-hgx")["reason"] == hgx["reason"]
+    assert [host for host, _task, _msg in result.failed()][-1] == "fleet-hgx"
+
+    # The run stopped before the next batch: the L40S was not touched.
+    assert "fleet-l40s" not in result.hosts()
+    assert driver("fleet-l40s").startswith("570.") and restarts("fleet-l40s") == before["fleet-l40s"]
+    assert slurm_node("fleet-l40s")["state"] == "IDLE"
+
+    # One node at a time: the A100 was back in service before the HGX was drained.
+    a100_undrained = result.task_events("fleet-a100", r"Put the node back into service", "runner_on_ok")
+    hgx_drained = result.task_events("fleet-hgx", r"Drain the node through the hook", "runner_on_ok")
+    assert a100_undrained and hgx_drained and max(a100_undrained) < min(hgx_drained)
+    reboots = [e["event_data"]["host"] for e in result.events
+               if e["event"] == "runner_on_ok" and "Reboot to load the new driver" in e["event_data"].get("task", "")]
+    assert reboots == ["fleet-a100", "fleet-hgx"]
+
+
+def test_4_failed_package_step_puts_the_node_back(before):
+    # Repair the HGX (the operator's fix), and make dpkg refuse to run on the L40S.
+    sh("fleet-hgx", "systemctl disable gpufleet-test-xid.service && rm -f %s && : > %s" % (XID_UNIT, KERN_LOG))
+    put("fleet-l40s", DPKG_FAILS, 'DPkg::Pre-Invoke { "/bin/false"; };\n')
+    held_before = out("fleet-l40s", "apt-mark showhold").split()
+    result = job("upgrade-2", "playbooks/driver_upgrade.yml", UPGRADE)
+    assert result.status == "failed", result.summary()
+
+    # A100: already at 580 and not drained: nothing done.
+    assert result.changed("fleet-a100") == 0 and not result.task_events("fleet-a100", r"Drain the node through")
+    # HGX: verified again and resumed (the reboot it needed already happened).
+    assert slurm_node("fleet-hgx")["state"] == "IDLE" and record("fleet-hgx") is None
+    assert restarts("fleet-hgx") == before["fleet-hgx"] + 1
+
+    # L40S: the failed package step put it back and said so; it stays drained.
+    messages = [msg for host, task, msg in result.failed() if host == "fleet-l40s" and task == "Say what state the node is in"]
+    assert messages, result.summary()
+    assert "The node was put back" in messages[0] and "State now: driver packages at 570." in messages[0], messages[0]
+    assert "The GPUs keep working on the driver they had." in messages[0], messages[0]
+    assert driver("fleet-l40s").startswith("570.") and restarts("fleet-l40s") == before["fleet-l40s"]
+    assert "Pin: version 570." in out("fleet-l40s", "cat /etc/apt/preferences.d/gpufleet-nvidia-driver.pref")
+    assert sorted(out("fleet-l40s", "apt-mark showhold").split()) == sorted(held_before)
+    for service in ("nvidia-persistenced", "nvidia-dcgm"):
+        assert out("fleet-l40s", "systemctl is-active %s" % service).strip() == "active", service
+    l40s = slurm_node("fleet-l40s")
+    assert "DRAIN" in l40s["state"] and "failed" in l40s["reason"], l40s["text"]
+    assert record("fleet-l40s")["reason"] == l40s["reason"]
+
+
+def test_5_site_on_a_node_waiting_for_its_reboot():
+    # site.yml at 580 on the live fleet: the L40S (still 570, drained) gets the new driver installed, and
+    # what needs the loaded driver (CDI, DCGM) waits for its reboot instead of failing.
+    sh("fleet-l40s", "rm -f %s" % DPKG_FAILS)
+    result = job("site-1", "playbooks/site.yml", {"nvidia_driver_branch": "580"})
+    assert result.status == "successful", result.summary()
+    assert result.failed() == [], result.summary()
+    assert result.changed("fleet-a100") == 0 and result.changed("fleet-hgx") == 0, result.stats
+    assert "fleet-l40s waits for a reboot" in result.stdout
+    skipped = [e["event_data"]["task"] for e in result.events if e["event"] == "runner_on_skipped"
+               and e["event_data"].get("host") == "fleet-l40s"]
+    for task in ("NVIDIA Container Toolkit", "DCGM host engine"):
+        assert task in skipped, (task, skipped)
+    assert "Driver/library version mismatch" in sh("fleet-l40s", "nvidia-smi", check=False).stdout
+
+
+def test_6_rolling_upgrade_completes(before):
+    # The L40S has 580 installed, not loaded: nvidia-smi cannot list its processes; Slurm says it runs no job.
+    result = job("upgrade-3", "playbooks/driver_upgrade.yml", dict(UPGRADE, gpufleet_upgrade_wait_unknown="proceed"))
+    assert result.status == "successful", result.summary()
+    assert result.failed() == [], result.summary()
+    assert result.changed("fleet-a100") == 0 and result.changed("fleet-hgx") == 0 and result.changed("fleet-l40s") > 0
+    for node in GPU_NODES:
+        assert driver(node).startswith("580."), node
+        assert slurm_node(node)["state"] == "IDLE", slurm_node(node)["text"]
+        assert record(node) is None
+    assert restarts("fleet-l40s") == before["fleet-l40s"] + 1
+
+
+def test_7_site_changes_nothing_after_the_upgrade():
+    result = job("site-2", "playbooks/site.yml", {"nvidia_driver_branch": "580"})
+    assert result.status == "successful", result.summary()
+    assert result.failed() == [], result.summary()
+    assert dict((node, result.changed(node)) for node in GPU_NODES) == dict((node, 0) for node in GPU_NODES), \
+        result.summary()
