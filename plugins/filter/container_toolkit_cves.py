@@ -8,21 +8,30 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: container_toolkit_cves
-short_description: Published container-escape CVEs that affect an NVIDIA Container Toolkit version
+short_description: Published CVEs that affect an NVIDIA Container Toolkit version
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
-  - Returns the NVIDIA Container Toolkit CVEs that a toolkit version is still exposed to, oldest fix first.
-  - Covers CVE-2024-0132 (fixed in 1.16.2), CVE-2025-23359 (fixed in 1.17.4), CVE-2025-23266 and CVE-2025-23267
-    (both fixed in 1.17.8), from NVIDIA's security bulletins.
+  - Returns the entries of a CVE table (O(cves)) that a toolkit version is still exposed to, oldest fix first.
+  - The table is data, not code - the container_toolkit role keeps NVIDIA's bulletins in
+    C(roles/container_toolkit/vars/cves.yml) (every toolkit CVE since 2024, with the fixing release, CVSS, bulletin
+    and mitigation).
   - A pre-release (C(1.17.8~rc.1)) counts as older than its release, because only the release is known to carry
     the fix.
-  - Fails with a clear message for anything that is not a toolkit version.
+  - Fails with a clear message for anything that is not a toolkit version, and for a table entry without an
+    C(id) or a C(fixed_in) release.
 options:
   _input:
     description:
       - Toolkit version, such as V(1.17.7), or a package version such as V(1.17.7-1) or V(1.18.0~rc.3-1).
     type: string
+    required: true
+  cves:
+    description:
+      - The CVE table, a list of entries with C(id), C(fixed_in) (the first toolkit release with the fix) and
+        optionally C(summary), C(mitigation) (toolkit settings) and any other key, which is returned as given.
+    type: list
+    elements: dictionary
     required: true
 seealso:
   - name: NVIDIA product security bulletins
@@ -33,20 +42,18 @@ seealso:
 EXAMPLES = r"""
 - name: Refuse a toolkit pin with known container escapes
   ansible.builtin.assert:
-    that: container_toolkit_version | gpufleet.nvidia.container_toolkit_cves | length == 0
+    that: container_toolkit_version | gpufleet.nvidia.container_toolkit_cves(cve_table) | length == 0
     fail_msg: >-
       {{ container_toolkit_version }} is affected by
-      {{ container_toolkit_version | gpufleet.nvidia.container_toolkit_cves | map(attribute='id') | join(', ') }}
-
-- name: Settings that mitigate what an accepted old version is exposed to
-  ansible.builtin.debug:
-    msg: "{{ '1.17.7' | gpufleet.nvidia.container_toolkit_cves | map(attribute='mitigation') | select | list }}"
-    # => [{'features.disable-cuda-compat-lib-hook': True}]
+      {{ container_toolkit_version | gpufleet.nvidia.container_toolkit_cves(cve_table) | map(attribute='id') | join(', ') }}
+  vars:
+    cve_table:
+      - {id: CVE-2025-23266, fixed_in: 1.17.8, mitigation: {features.disable-cuda-compat-lib-hook: true}}
 """
 
 RETURN = r"""
 _value:
-  description: One entry per CVE the version is affected by; empty when it is affected by none.
+  description: The entries of O(cves) the version is affected by, oldest fix first; empty when it is affected by none.
   type: list
   elements: dictionary
   contains:
@@ -68,42 +75,11 @@ _value:
       type: dictionary
 """
 
+import copy
 import re
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
-
-# From NVIDIA's security bulletins (RELIABILITY-SECURITY-FACTS C.3), oldest fix first.
-CONTAINER_TOOLKIT_CVES = (
-    {
-        'id': 'CVE-2024-0132',
-        'fixed_in': '1.16.2',
-        'summary': 'time-of-check/time-of-use race: a crafted container image can reach the host file system '
-                   '(CVSS 9.0)',
-        'mitigation': None,
-    },
-    {
-        'id': 'CVE-2025-23359',
-        'fixed_in': '1.17.4',
-        'summary': 'bypass of the CVE-2024-0132 fix: a crafted container image can reach the host file system '
-                   '(CVSS 8.3)',
-        'mitigation': None,
-    },
-    {
-        'id': 'CVE-2025-23266',
-        'fixed_in': '1.17.8',
-        'summary': '"NVIDIAScape": the enable-cuda-compat createContainer hook honours LD_PRELOAD from the image, '
-                   'giving a container root on the host (CVSS 9.0)',
-        'mitigation': {'features.disable-cuda-compat-lib-hook': True},
-    },
-    {
-        'id': 'CVE-2025-23267',
-        'fixed_in': '1.17.8',
-        'summary': 'the update-ldcache hook follows symbolic links from the image, allowing data tampering '
-                   'and denial of service on the host',
-        'mitigation': None,
-    },
-)
 
 _VERSION = re.compile(r'^v?(\d+)\.(\d+)\.(\d+)(~[0-9A-Za-z.]+)?(-[0-9A-Za-z.+~]+)?$')
 
@@ -113,18 +89,34 @@ def _version_key(text):
     match = _VERSION.match(text.strip())
     if not match:
         raise AnsibleFilterError(
-            'container_toolkit_cves: %r is not an NVIDIA Container Toolkit version such as 1.17.8' % (text,))
+            'container_toolkit_cves: %r is not an NVIDIA Container Toolkit version such as 1.17.8' % (text[:60],))
     major, minor, patch, prerelease = match.group(1, 2, 3, 4)
     return int(major), int(minor), int(patch), 0 if prerelease else 1
 
 
-def container_toolkit_cves(version):
+def _entries(cves):
+    if not isinstance(cves, (list, tuple)):
+        raise AnsibleFilterError('container_toolkit_cves: cves must be the list of CVE entries, not %s'
+                                 % type(cves).__name__)
+    entries = []
+    for number, cve in enumerate(cves, 1):
+        if not isinstance(cve, dict) or not cve.get('id') or not isinstance(cve.get('fixed_in'), string_types):
+            raise AnsibleFilterError('container_toolkit_cves: entry %d of cves needs an id and a fixed_in release '
+                                     '(quoted), got %r' % (number, cve))
+        entries.append((_version_key(cve['fixed_in']), cve))
+    return sorted(entries, key=lambda item: item[0])
+
+
+def container_toolkit_cves(version, cves=None):
     if not isinstance(version, string_types):
         raise AnsibleFilterError(
             'container_toolkit_cves: give the version as a string (%r is a %s)' % (version, type(version).__name__))
+    if cves is None:
+        raise AnsibleFilterError('container_toolkit_cves: name the CVE table, version | '
+                                 'gpufleet.nvidia.container_toolkit_cves(cves)')
     key = _version_key(version)
-    return [dict(cve, mitigation=dict(cve['mitigation']) if cve['mitigation'] else None)
-            for cve in CONTAINER_TOOLKIT_CVES if key < _version_key(cve['fixed_in'])]
+    return [dict(copy.deepcopy(dict(cve)), mitigation=copy.deepcopy(cve.get('mitigation')))
+            for fixed, cve in _entries(cves) if key < fixed]
 
 
 class FilterModule(object):

@@ -18,6 +18,9 @@ description:
   - The reason is V(null) when the command succeeded and its output carries no failure message.
   - A command that could not be started at all (the result has only C(msg), such as
     V([Errno 2] No such file or directory)) is classified like the shell's exit codes 127 and 126.
+  - A command run under coreutils C(timeout) (its C(cmd) starts with C(timeout)) that was killed after the grace
+    period (exit 137, or V(-9) when the command ignored SIGTERM, as one stuck in the driver does) is a V(timeout),
+    like exit 124.
 options:
   _input:
     description: The registered result, with C(rc), C(stdout) and C(stderr).
@@ -59,12 +62,19 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import classify_failure
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import TIMEOUT_RC, classify_failure
 
 # AnsibleModule.run_command reports a program it could not start as
 # "[Errno N] ..." with rc N; the shell says 127 (not found) and 126 (not executable).
 _ERRNO = re.compile(r'^\[Errno (\d+)\]')
 _SHELL_RC_BY_ERRNO = {2: 127, 13: 126}
+# SIGKILL after timeout's --kill-after: 137 through a shell, -9 from run_command.
+_KILLED_RCS = (137, -9)
+
+
+def _under_timeout(cmd):
+    first = cmd[0] if isinstance(cmd, (list, tuple)) and cmd else (to_text(cmd).split() or [''])[0] if cmd else ''
+    return to_text(first).rsplit('/', 1)[-1] == 'timeout'
 
 
 def nvidia_smi_failure(result):
@@ -82,6 +92,8 @@ def nvidia_smi_failure(result):
         rc = int(rc if rc is not None else 1)
     except (TypeError, ValueError):
         raise AnsibleFilterError('nvidia_smi_failure: rc must be a number, got %r' % (rc,))
+    if rc in _KILLED_RCS and _under_timeout(result.get('cmd')):
+        rc = TIMEOUT_RC
     failure = classify_failure(rc, stdout, stderr)
     return {'reason': failure.reason, 'hint': failure.hint, 'pci_bus_id': getattr(failure, 'pci_bus_id', None), 'rc': rc}
 

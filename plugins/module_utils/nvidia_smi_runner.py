@@ -39,7 +39,10 @@ DEFAULT_TIMEOUT = 30
 # Grace period after SIGTERM before coreutils timeout sends SIGKILL: a GPU
 # stuck in the kernel ignores SIGTERM, and the play must still move on.
 KILL_AFTER = 5
-_KILLED_RC = 128 + 9
+# How a SIGKILL after --kill-after shows: 137 through a shell; -9 from
+# run_command when the command ignored SIGTERM (a process stuck in the driver
+# does) and timeout's SIGKILL to its process group ended timeout itself too.
+_KILLED_RCS = (128 + 9, -9)
 
 # nvidia-smi localises numbers and some texts; parsers expect the C locale.
 C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
@@ -106,10 +109,10 @@ def run_nvidia_smi(module, args, timeout=None, binary=None, check_rc=False):
     elapsed = time.monotonic() - started
 
     if timeout_bin:
-        # 124 is timeout's own "timed out"; 137 is SIGKILL after --kill-after.
-        # The elapsed check keeps an unrelated SIGKILL (OOM killer) from
-        # passing for a timeout.
-        if rc == TIMEOUT_RC or (rc == _KILLED_RC and elapsed >= timeout):
+        # 124 is timeout's own "timed out"; 137 or -9 is SIGKILL after
+        # --kill-after. The elapsed check keeps an unrelated SIGKILL (OOM
+        # killer) from passing for a timeout.
+        if rc == TIMEOUT_RC or (rc in _KILLED_RCS and elapsed >= timeout):
             rc = TIMEOUT_RC
             stderr = '%s%s %s seconds' % (stderr + '\n' if stderr else '', TIMEOUT_MARKER, timeout)
         elif rc == NOT_FOUND_RC and not stderr:

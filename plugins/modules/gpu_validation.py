@@ -230,7 +230,10 @@ class Validator(object):
         if self.timeout_bin:
             argv = [self.timeout_bin, '--kill-after=%d' % KILL_AFTER, str(timeout)] + list(argv)
         rc, stdout, stderr = self.module.run_command(argv, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
-        return rc, stdout, stderr, bool(self.timeout_bin) and rc in (124, 137)
+        # 124: timed out; 137 or -9: killed after --kill-after (a command that
+        # ignores SIGTERM, as one stuck in the driver does: -9 when timeout's
+        # SIGKILL to its process group ended timeout itself too).
+        return rc, stdout, stderr, bool(self.timeout_bin) and rc in (124, 137, -9)
 
     def driver_usable(self):
         return not self.failure and bool(self.gpus)

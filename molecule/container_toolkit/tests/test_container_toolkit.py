@@ -32,7 +32,7 @@ def variables(host):
 
 
 def version(host):
-    return str(variables(host).get("container_toolkit_version", "1.18.0"))
+    return str(variables(host).get("container_toolkit_version", "1.18.2"))
 
 
 def refresh_units(host):
@@ -129,13 +129,47 @@ def test_containerd_names_the_nvidia_runtime_with_runc_options(host):
     assert ("nvidia" in defaults) == set_as_default(host)
 
 
-def test_crio_when_listed(host):
-    if "crio" not in (variables(host).get("container_toolkit_runtimes") or []):
+def crio_configured(host):
+    return "crio" in (variables(host).get("container_toolkit_runtimes") or []) or crio_had_config(host)
+
+
+def crio_had_config(host):
+    return bool(variables(host).get("ctk_test_crio_config"))
+
+
+def test_crio_when_listed_or_found(host):
+    if not crio_configured(host):
         pytest.skip("crio is not configured on this host")
     docs = [read_toml(host, "/etc/crio/crio.conf"), read_toml(host, "/etc/crio/conf.d/99-nvidia.toml")]
     nvidia = [d["crio"]["runtime"]["runtimes"]["nvidia"] for d in docs
               if "nvidia" in d.get("crio", {}).get("runtime", {}).get("runtimes", {})]
-    assert nvidia and nvidia[0]["runtime_path"] == "/usr/bin/nvidia-container-runtime"
+    assert len(nvidia) == 1 and nvidia[0]["runtime_path"] == "/usr/bin/nvidia-container-runtime"
+    if crio_had_config(host):
+        # Copied from the default runtime (crun), as for containerd's runc.
+        assert nvidia[0]["runtime_type"] == "oci"
+
+
+def _leaves(document, prefix=()):
+    for key, value in document.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, prefix + (key,))
+        else:
+            yield prefix + (key,), value
+
+
+@pytest.mark.parametrize("path, source", [("/etc/crio/crio.conf", "crio.conf"),
+                                          ("/etc/crio/crio.conf.d/10-site.conf", "crio-site.conf")])
+def test_crio_kept_its_settings(host, path, source):
+    if not crio_had_config(host):
+        pytest.skip("this host had no CRI-O configuration of its own")
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "files", source), "rb") as handle:
+        before = tomllib.load(handle)
+    after = read_toml(host, path)
+    for key, value in _leaves(before):
+        node = after
+        for part in key:
+            node = node[part]
+        assert node == value, (path, key)
 
 
 def cdi_spec_path(host):

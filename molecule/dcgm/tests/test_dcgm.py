@@ -17,8 +17,21 @@ def ansible_vars(host):
     return host.ansible.get_variables()
 
 
+SOCKET = "/run/nvidia-dcgm/nv-hostengine.sock"
+SOCKET_GROUP = "nvidia-dcgm-clients"
+
+
 def port(host):
     return int(ansible_vars(host).get("dcgm_port", 5555))
+
+
+def socket_path(host):
+    """The engine's Unix socket ('' when it listens on TCP), as the role's default or the inventory say."""
+    return ansible_vars(host).get("dcgm_unix_socket", SOCKET)
+
+
+def engine_address(host):
+    return ("unix://" + socket_path(host)) if socket_path(host) else "127.0.0.1:%d" % port(host)
 
 
 def profile(host):
@@ -32,7 +45,7 @@ def driver_cuda_major(host):
 
 
 def dcgmi(host, *args):
-    return host.check_output("dcgmi %s --host 127.0.0.1:%d" % (" ".join(args), port(host)))
+    return host.check_output("dcgmi %s --host %s" % (" ".join(args), engine_address(host)))
 
 
 def test_dcgm4_installed_at_one_version_with_the_drivers_cuda_plugin(host):
@@ -59,15 +72,36 @@ def test_dropin_replaces_the_packaged_command_line(host):
     assert execstart[0] == "ExecStart="
     argv = execstart[1][len("ExecStart="):].split()
     assert argv[:2] == ["/usr/bin/nv-hostengine", "-n"]
-    assert argv[argv.index("--bind-interface") + 1] == "127.0.0.1"
-    assert argv[argv.index("--port") + 1] == str(port(host))
+    if socket_path(host):
+        assert argv[argv.index("--domain-socket") + 1] == socket_path(host)
+        assert "--port" not in argv and "--bind-interface" not in argv
+    else:
+        assert argv[argv.index("--bind-interface") + 1] == "127.0.0.1"
+        assert argv[argv.index("--port") + 1] == str(port(host))
     assert argv[argv.index("--service-account") + 1] == "nvidia-dcgm"
 
 
 def test_systemd_runs_the_dropin_command_line(host):
     shown = host.check_output("systemctl show -p ExecStart --value nvidia-dcgm")
-    assert "--port %d" % port(host) in shown
+    assert ("--domain-socket %s" % socket_path(host)) in shown if socket_path(host) else "--port %d" % port(host) in shown
     assert shown.count("argv[]=") == 1
+
+
+def test_socket_is_reachable_by_root_and_its_group_only(host):
+    if not socket_path(host):
+        pytest.skip("this host listens on TCP")
+    directory = host.file(os.path.dirname(socket_path(host)))
+    assert directory.is_directory
+    assert (directory.user, directory.group, directory.mode) == ("root", SOCKET_GROUP, 0o750)
+    sock = host.file(socket_path(host))
+    assert sock.is_socket
+    assert sock.user == "root" and sock.group == SOCKET_GROUP
+    assert sock.mode & 0o007 == 0, oct(sock.mode)
+    # Another local user cannot reach it; a member of the group can.
+    denied = host.run("setpriv --reuid=nobody --regid=nogroup --clear-groups dcgmi discovery -l --host unix://%s"
+                      % socket_path(host))
+    assert denied.rc != 0, denied.stdout
+    assert listeners(host, "nv-hostengine") == set()
 
 
 def test_service_enabled_and_active(host):
@@ -77,6 +111,8 @@ def test_service_enabled_and_active(host):
 
 
 def test_hostengine_listens_on_loopback_only(host):
+    if socket_path(host):
+        pytest.skip("this host listens on its Unix socket")
     assert listeners(host, "nv-hostengine") == {"127.0.0.1:%d" % port(host)}
 
 

@@ -94,3 +94,81 @@ def test_reboot_required_is_reported_or_done(host, story):
         assert loaded == installed
         assert not host.file("/run/reboot-required").exists
         assert smi.rc == 0 and set(smi.stdout.split()) == {installed}
+
+
+# --- the move within the branch above the security floor ---------------------------
+
+def test_the_floor_moved_the_driver_within_the_branch(host, story):
+    variables = host.ansible.get_variables()
+    moved = json.loads(host.file(variables["upgrade_floor_evidence_file"]).content_string)
+    assert moved["before"] == variables["upgrade_to_version"]
+    assert moved["after"] == variables["upgrade_floor"]
+    assert host.package("nvidia-driver").version.split("-")[0] == variables["upgrade_floor"]
+    # Held again at the new release.
+    assert "nvidia-driver" in host.check_output("apt-mark showhold").split()
+
+
+# --- the GPU services around the upgrade -------------------------------------------
+
+def _services(snapshot):
+    """{unit: (ActiveState, MainPID)} from the services section of a snapshot."""
+    section = snapshot.split("services:")[1].split("gpu processes:")[0]
+    units = {}
+    for block in section.strip().split("\n\n"):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        if props.get("Id"):
+            units[props["Id"].replace(".service", "")] = (props.get("ActiveState"), int(props.get("MainPID") or 0))
+    return units
+
+
+def _expected_services(host):
+    """The services that run on the host: Fabric Manager only where there are NVSwitches."""
+    services = host.ansible.get_variables()["upgrade_services"]
+    nvswitch = host.ansible.get_variables()["nvidia_sim_profile"] == "hgx_h100_8gpu"
+    return [s for s in services if s != "nvidia-fabricmanager" or nvswitch]
+
+
+def _events_of_the_upgrade(host):
+    """(event, unit) in order, from the mark the converge writes before the allowed upgrade."""
+    text = host.file(host.ansible.get_variables()["upgrade_service_log"]).content_string
+    assert "upgrade begins" in text, text
+    events = []
+    for line in text.split("upgrade begins", 1)[1].splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in ("start", "stop"):
+            events.append((parts[0], parts[1].replace(".service", "")))
+    return events
+
+
+def test_gpu_services_ran_and_the_refusal_left_them_running(host, evidence):
+    before, after = _services(evidence["before"]), _services(evidence["after"])
+    for unit in _expected_services(host):
+        assert before[unit][0] == "active" and before[unit][1] > 0, (unit, before)
+        # The same process: the refused run neither stopped nor restarted it.
+        assert after[unit] == before[unit], (unit, before, after)
+
+
+def test_gpu_services_were_stopped_in_order_for_the_upgrade(host):
+    stops = []
+    for event, unit in _events_of_the_upgrade(host):
+        if event == "stop" and unit not in stops:
+            stops.append(unit)
+    # The order of nvidia_driver_upgrade_stop_services: the exporter, DCGM,
+    # Fabric Manager, then the persistence daemon that holds the driver open.
+    order = ["nvidia-dcgm-exporter", "nvidia-dcgm", "nvidia-fabricmanager", "nvidia-persistenced"]
+    assert stops[:len(_expected_services(host))] == [u for u in order if u in _expected_services(host)], stops
+
+
+def test_gpu_services_run_again_after_the_upgrade_or_wait_for_the_reboot(host, story):
+    events = _events_of_the_upgrade(host)
+    for unit in _expected_services(host):
+        first_stop = events.index(("stop", unit))
+        service = host.service(unit)
+        if story["policy"] == "never":
+            # Not started against the mismatched driver; they start with the reboot that loads it.
+            assert not service.is_running, unit
+            assert ("start", unit) not in events[first_stop:], (unit, events)
+        else:
+            # Started again after the reboot, Fabric Manager at the new driver's version by its role.
+            assert ("start", unit) in events[first_stop:], (unit, events)
+            assert service.is_running, unit

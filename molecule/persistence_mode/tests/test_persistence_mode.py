@@ -31,6 +31,9 @@ def test_daemon_starts_at_boot(host):
     wanted_by = host.check_output("systemctl show -p WantedBy --value %s", SERVICE).split()
     assert "multi-user.target" in wanted_by
     assert host.check_output("systemctl show -p StopWhenUnneeded --value %s", SERVICE) == "no"
+    # The packaged unit has no Restart=; a daemon that dies is started again
+    # (killed for real in the fault suite, molecule/faults).
+    assert host.check_output("systemctl show -p Restart --value %s", SERVICE) == "on-failure"
 
 
 def test_daemon_dropped_privileges(host):

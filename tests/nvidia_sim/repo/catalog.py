@@ -38,7 +38,7 @@ CUDA_RELEASES = (
 # cuDNN version -> CUDA majors it is built for (9.13 is the first with CUDA 13).
 CUDNN_RELEASES = {"9.10.2.21": ("12",), "9.13.0.50": ("12", "13")}
 
-CONTAINER_TOOLKIT_VERSIONS = ("1.17.7", "1.17.8", "1.18.0")
+CONTAINER_TOOLKIT_VERSIONS = ("1.17.7", "1.17.8", "1.18.0", "1.18.2")
 CDI_REFRESH_FROM = (1, 18)
 DCGM4_VERSIONS = ("4.2.3", "4.4.1")
 DCGM3_VERSION = "3.3.9"

@@ -36,15 +36,21 @@ def _load(*parts):
     return load(ROLE, *parts)
 
 
-container_toolkit_cves = FilterModule().filters()['container_toolkit_cves']
+_filter = FilterModule().filters()['container_toolkit_cves']
+# The role's CVE table (vars/cves.yml), which preflight loads before the check.
+CVES = plain(_load('vars', 'cves.yml')['__container_toolkit_cves_data'])
+
+
+def container_toolkit_cves(version):
+    return _filter(version, CVES)
 
 
 def _render(name, os_file='Debian.yml', **inputs):
     """A vars/main.yml (or vars/<OS>.yml) value with the defaults, overridden by inputs.
 
     The CVE list comes from the collection's filter (tested on its own in
-    tests/unit/plugins/filter), called here directly: the templar of a unit
-    test does not load collection plugins.
+    tests/unit/plugins/filter) over the role's table, called here directly:
+    the templar of a unit test does not load collection plugins.
     """
     variables = role_variables(ROLE, 'main.yml', os_file)
     variables.update(trust(inputs))
@@ -126,8 +132,7 @@ def test_repository_source_url_per_package_manager(os_file, architecture, url):
 
 @pytest.mark.parametrize('os_file, installed, missing', [
     ('Debian.yml', {}, list(PACKAGES)),
-    ('Debian.yml', dict((name, '1.18.0-1') for name in ('nvidia-container-toolkit', 'nvidia-container-toolkit-base',
-                                                          'libnvidia-container-tools', 'libnvidia-container1')), []),
+    ('Debian.yml', dict((name, '1.18.0-1') for name in PACKAGES), []),
     # Another revision is another version for dpkg.
     ('Debian.yml', {'nvidia-container-toolkit': '1.18.0-1.1', 'nvidia-container-toolkit-base': '1.17.8-1',
                     'libnvidia-container-tools': '1.18.0-1', 'libnvidia-container1': '1.18.0-1'},
@@ -137,7 +142,7 @@ def test_repository_source_url_per_package_manager(os_file, architecture, url):
                     'libnvidia-container-tools': '1.18.0-1', 'libnvidia-container1': '1.18.0-10'}, ['libnvidia-container1']),
 ])
 def test_packages_missing_at_the_requested_version(os_file, installed, missing):
-    assert _render('__container_toolkit_packages_missing', os_file=os_file,
+    assert _render('__container_toolkit_packages_missing', os_file=os_file, container_toolkit_version='1.18.0',
                    __container_toolkit_installed_packages=installed) == missing
 
 
@@ -146,7 +151,8 @@ def test_version_locks_from_versionlock_list():
              'nvidia-container-toolkit-0:1.17.8-1.*\n'
              'nvidia-container-toolkit-base-0:1.18.0-1.*\n'
              'kernel-0:5.14.0-1.el9.*\n')
-    inputs = dict(__container_toolkit_state={'contents': {'/etc/dnf/plugins/versionlock.list': locks}})
+    inputs = dict(__container_toolkit_state={'contents': {'/etc/dnf/plugins/versionlock.list': locks}},
+                  container_toolkit_version='1.18.0')
     assert _render('__container_toolkit_stale_locks', os_file='RedHat.yml', **inputs) == [
         'nvidia-container-toolkit-0:1.17.8-1.*']
     assert _render('__container_toolkit_unlocked', os_file='RedHat.yml', **inputs) == [
@@ -326,5 +332,6 @@ def test_cdi_state_records_the_gpus_the_toolkit_and_its_configuration():
     assert wanted['gpu_uuids'] == ['GPU-a', 'GPU-b'] and wanted['driver_version'] == '570.195.03'
     # The checksum of the file as sha256sum prints it (what the state file always recorded).
     assert wanted['toolkit_config_sha256'] == '29d20b8907d52fc767cd4d0fcbc771770f6a280a2bc707992dba0b454bc80ab7'
-    missing = dict(inputs, __container_toolkit_state={'contents': {'/etc/nvidia-container-runtime/config.toml': None}})
+    missing = dict(inputs)
+    missing['__container_toolkit_state'] = {'contents': {'/etc/nvidia-container-runtime/config.toml': None}}
     assert _render('__container_toolkit_cdi_wanted', **missing)['toolkit_config_sha256'] == ''

@@ -42,7 +42,8 @@ def _defaults(role):
 
 
 def _variables(role, os_file='Debian.yml', **inputs):
-    variables = role_variables(role, 'main.yml', os_file)
+    # The exporter's preflight loads DCGM's field names (vars/dcgm_fields.yml).
+    variables = role_variables(role, 'main.yml', os_file, *(['dcgm_fields.yml'] if role == 'dcgm_exporter' else []))
     variables['ansible_facts'] = dict(DEBIAN_12)
     variables['ansible_managed'] = 'Ansible managed'
     variables.update(_trust(inputs))
@@ -233,12 +234,13 @@ def test_dcgm_service_is_asked_only_when_something_differs(unit, install, dropin
 
 @pytest.mark.parametrize('file_name, task_name, inputs, argv', [
     ('verify.yml', 'List the devices the host engine discovers', {},
-     ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'discovery', '--host', '127.0.0.1:5555', '--list']),
-    ('health.yml', "Read the host engine's health watches", {'dcgm_port': 5565},
+     ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'discovery', '--host',
+      'unix:///run/nvidia-dcgm/nv-hostengine.sock', '--list']),
+    ('health.yml', "Read the host engine's health watches", {'dcgm_port': 5565, 'dcgm_unix_socket': ''},
      ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'health', '--host', '127.0.0.1:5565', '--fetch', '--json']),
-    ('health.yml', 'Set the health watches', {'dcgm_health_watches': 'pmt'},
+    ('health.yml', 'Set the health watches', {'dcgm_health_watches': 'pmt', 'dcgm_unix_socket': ''},
      ['timeout', '--kill-after=5', '30', '/usr/bin/dcgmi', 'health', '--host', '127.0.0.1:5555', '--set', 'pmt']),
-    ('diag.yml', 'Run the DCGM diagnostic', {'dcgm_diag_level': 1},
+    ('diag.yml', 'Run the DCGM diagnostic', {'dcgm_diag_level': 1, 'dcgm_unix_socket': ''},
      ['timeout', '--kill-after=5', '300', '/usr/bin/dcgmi', 'diag', '--host', '127.0.0.1:5555', '--run', '1', '--json']),
     ('diag.yml', 'Run the DCGM diagnostic', {'dcgm_diag_level': 3, 'dcgm_unix_socket': '/run/nvidia-dcgm/engine'},
      ['timeout', '--kill-after=5', '7200', '/usr/bin/dcgmi', 'diag', '--host', 'unix:///run/nvidia-dcgm/engine',
@@ -293,6 +295,10 @@ METRIC = {'name': 'DCGM_FI_DEV_POWER_MGMT_LIMIT', 'type': 'gauge', 'help': 'Powe
     ('dcgm', 'Check the inputs', {'dcgm_unix_socket': 'run/engine'}, 'dcgm_unix_socket', 'absolute'),
     ('dcgm', 'Check the inputs', {'dcgm_listen_address': '10.0.0.0/8'}, 'dcgm_listen_address', 'one address'),
     ('dcgm', 'Check the inputs', {'dcgm_health_watches': 'px'}, 'dcgm_health_watches', 'letters'),
+    # The host-engine API has no authentication: not on the network without consent.
+    ('dcgm', 'Check the inputs', {'dcgm_unix_socket': '', 'dcgm_listen_address': 'ALL'}, 'dcgm_listen_address',
+     'dcgm_allow_insecure_listen'),
+    ('dcgm', 'Check the inputs', {'dcgm_unix_socket_group': 'GPU users'}, 'dcgm_unix_socket_group', 'group name'),
     ('dcgm', 'Check the inputs', {'dcgm_diag_level': 5}, 'dcgm_diag_level', 'null'),
     ('dcgm', 'Check the inputs', {'dcgm_diag_level': 2}, 'dcgm_diag_level', 'dcgm_diag_allow_long: true'),
     ('dcgm', 'Check the inputs', {'dcgm_package_lock_timeout': -1}, 'dcgm_package_lock_timeout', 'seconds'),
@@ -305,6 +311,15 @@ METRIC = {'name': 'DCGM_FI_DEV_POWER_MGMT_LIMIT', 'type': 'gauge', 'help': 'Powe
     ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_port': 70000}, 'dcgm_exporter_port', '65535'),
     ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_listen_address': '10.0.0.0/8'},
      'dcgm_exporter_listen_address', 'one address'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_listen_address': ''}, 'dcgm_exporter_listen_address',
+     'dcgm_exporter_allow_insecure_listen'),
+    ('dcgm_exporter', 'Check the inputs',
+     {'dcgm_exporter_listen_address': '10.0.0.12', 'dcgm_exporter_web_config': {
+         'tls_server_config': {'cert_file': '/etc/x.crt', 'key_file': '/etc/x.key'}}},
+     'dcgm_exporter_listen_address', 'sets no basic auth'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_user': 'GPU Exporter'}, 'dcgm_exporter_user', 'account name'),
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_extra_counters': [dict(METRIC, name='DCGM_FI_DEV_GPU_UTILISATION')]},
+     'dcgm_exporter_extra_counters', 'DCGM_FI_DEV_GPU_UTILISATION'),
     ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_collect_interval': 0},
      'dcgm_exporter_collect_interval', 'milliseconds'),
     ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_version': 'latest'}, 'dcgm_exporter_version', '4.1.3'),
@@ -363,23 +378,30 @@ def test_good_inputs_break_no_rule(role, task_name, inputs):
     assert _broken_rules(role, task_name, **inputs) == []
 
 
-def test_the_web_configuration_check_logs_nothing():
-    # Its rule's excerpt of the value would show the bcrypt hashes.
-    assert _task('dcgm_exporter', 'preflight.yml', 'Check the web configuration')['no_log'] is True
+def test_the_web_configuration_is_never_shown():
+    # An excerpt of the value would show the bcrypt hashes: every rule about it is secret (the message still
+    # names the variable), and the task that writes it logs nothing.
+    for task_name in ('Check the web configuration', "Check the TLS files exist and the key is root's alone"):
+        rules = _task('dcgm_exporter', 'preflight.yml', task_name)['gpufleet.nvidia.check_inputs']['rules']
+        assert all(rule.get('secret') is True for rule in rules if rule['var'] == 'dcgm_exporter_web_config'), task_name
     assert _task('dcgm_exporter', 'configure.yml', 'Write the web configuration (TLS, basic auth)')['no_log'] is True
 
 
 # --- dcgm: host engine command line and dcgmi target ----------------------------------
 
 @pytest.mark.parametrize('inputs, args, host, runtime_dir', [
-    ({}, ['-n', '--service-account', 'nvidia-dcgm', '--bind-interface', '127.0.0.1', '--port', '5555'],
+    # The default: a Unix socket in a directory systemd creates below /run.
+    ({}, ['-n', '--service-account', 'nvidia-dcgm', '--domain-socket', '/run/nvidia-dcgm/nv-hostengine.sock'],
+     'unix:///run/nvidia-dcgm/nv-hostengine.sock', 'nvidia-dcgm'),
+    # dcgm_unix_socket empty: TCP.
+    ({'dcgm_unix_socket': ''}, ['-n', '--service-account', 'nvidia-dcgm', '--bind-interface', '127.0.0.1', '--port', '5555'],
      '127.0.0.1:5555', ''),
-    ({'dcgm_port': 5565, 'dcgm_service_account': ''}, ['-n', '--bind-interface', '127.0.0.1', '--port', '5565'],
-     '127.0.0.1:5565', ''),
+    ({'dcgm_port': 5565, 'dcgm_service_account': '', 'dcgm_unix_socket': ''},
+     ['-n', '--bind-interface', '127.0.0.1', '--port', '5565'], '127.0.0.1:5565', ''),
     # Bound to everything, dcgmi still talks over loopback.
-    ({'dcgm_listen_address': 'ALL'},
+    ({'dcgm_listen_address': 'ALL', 'dcgm_unix_socket': ''},
      ['-n', '--service-account', 'nvidia-dcgm', '--bind-interface', 'ALL', '--port', '5555'], '127.0.0.1:5555', ''),
-    ({'dcgm_listen_address': '::1'},
+    ({'dcgm_listen_address': '::1', 'dcgm_unix_socket': ''},
      ['-n', '--service-account', 'nvidia-dcgm', '--bind-interface', '::1', '--port', '5555'], '[::1]:5555', ''),
     # A socket replaces TCP; one directly below /run gets its directory from systemd.
     ({'dcgm_unix_socket': '/run/nvidia-dcgm/nv-hostengine', 'dcgm_extra_args': ['--denylist-modules', '3']},
@@ -400,12 +422,25 @@ def _execstart(text):
 
 
 def test_dcgm_dropin_clears_then_sets_execstart():
-    text = _template('dcgm', 'nvidia-dcgm-listener.conf.j2', dcgm_port=5565)
+    text = _template('dcgm', 'nvidia-dcgm-listener.conf.j2', dcgm_port=5565, dcgm_unix_socket='')
     assert text.splitlines()[0].startswith('#')
     assert '[Service]' in text
     assert _execstart(text) == ['', '/usr/bin/nv-hostengine -n --service-account nvidia-dcgm '
                                     '--bind-interface 127.0.0.1 --port 5565']
-    assert 'RuntimeDirectory' not in text
+    assert 'RuntimeDirectory' not in text and 'Group=' not in text
+
+
+def test_dcgm_default_socket_is_root_and_its_groups_alone():
+    text = _template('dcgm', 'nvidia-dcgm-listener.conf.j2')
+    assert _execstart(text)[1] == ('/usr/bin/nv-hostengine -n --service-account nvidia-dcgm --domain-socket '
+                                   '/run/nvidia-dcgm/nv-hostengine.sock')
+    lines = text.splitlines()
+    for line in ('Group=nvidia-dcgm-clients', 'UMask=0007', 'RuntimeDirectory=nvidia-dcgm', 'RuntimeDirectoryMode=0750'):
+        assert line in lines, line
+    # Elsewhere than directly below /run, the group and umask still guard the socket.
+    text = _template('dcgm', 'nvidia-dcgm-listener.conf.j2', dcgm_unix_socket='/var/lib/dcgm/engine.sock',
+                     dcgm_unix_socket_group='gpu-monitoring')
+    assert 'Group=gpu-monitoring' in text.splitlines() and 'RuntimeDirectory' not in text
 
 
 def test_dcgm_dropin_escapes_arguments_for_systemd():
@@ -431,11 +466,13 @@ def test_dcgm_health_watch_names(letters, expected):
 # --- dcgm_exporter: command line -----------------------------------------------------------
 
 @pytest.mark.parametrize('inputs, target', [
-    ({}, '127.0.0.1:5555'),
+    # The dcgm role's default, its Unix socket (a port alone does not switch it off).
+    ({}, 'unix:///run/nvidia-dcgm/nv-hostengine.sock'),
+    ({'dcgm_port': 5565}, 'unix:///run/nvidia-dcgm/nv-hostengine.sock'),
     # Follows the dcgm role's listener when its variables are set.
-    ({'dcgm_port': 5565}, '127.0.0.1:5565'),
-    ({'dcgm_listen_address': 'ALL', 'dcgm_port': 5555}, '127.0.0.1:5555'),
-    ({'dcgm_listen_address': '::1'}, '[::1]:5555'),
+    ({'dcgm_port': 5565, 'dcgm_unix_socket': ''}, '127.0.0.1:5565'),
+    ({'dcgm_listen_address': 'ALL', 'dcgm_port': 5555, 'dcgm_unix_socket': ''}, '127.0.0.1:5555'),
+    ({'dcgm_listen_address': '::1', 'dcgm_unix_socket': ''}, '[::1]:5555'),
     ({'dcgm_unix_socket': '/run/nvidia-dcgm/nv-hostengine', 'dcgm_port': 5565}, 'unix:///run/nvidia-dcgm/nv-hostengine'),
     ({'dcgm_unix_socket': ''}, '127.0.0.1:5555'),
     # An explicit target wins.
@@ -448,16 +485,18 @@ def test_exporter_reads_the_dcgm_roles_host_engine(inputs, target):
 def test_exporter_command_line():
     args = _expr('dcgm_exporter', '__dcgm_exporter_args')
     assert args == ['-f', '/etc/dcgm-exporter/gpufleet-counters.csv', '-a', '127.0.0.1:9400',
-                    '-r', '127.0.0.1:5555', '-c', '30000']
+                    '-r', 'unix:///run/nvidia-dcgm/nv-hostengine.sock', '-c', '30000']
     args = _expr('dcgm_exporter', '__dcgm_exporter_args', dcgm_exporter_listen_address='::', dcgm_exporter_port=9401,
                  dcgm_exporter_web_config={'basic_auth_users': {'prometheus': '$2y$10$x'}},
-                 dcgm_exporter_extra_args=['--kubernetes'])
+                 dcgm_exporter_extra_args=['--kubernetes'], dcgm_unix_socket='')
+    # The web configuration is read from the copy in the exporter's runtime directory.
     assert args == ['-f', '/etc/dcgm-exporter/gpufleet-counters.csv', '-a', '[::]:9401', '-r', '127.0.0.1:5555',
-                    '-c', '30000', '--web-config-file', '/etc/dcgm-exporter/gpufleet-web-config.yml', '--kubernetes']
+                    '-c', '30000', '--web-config-file', '/run/nvidia-dcgm-exporter/web-config.yml', '--kubernetes']
 
 
 def test_exporter_dropin_sets_remote_mode_and_restarts_with_the_host_engine():
-    text = _template('dcgm_exporter', 'nvidia-dcgm-exporter.conf.j2', dcgm_exporter_port=9401, dcgm_port=5565)
+    text = _template('dcgm_exporter', 'nvidia-dcgm-exporter.conf.j2', dcgm_exporter_port=9401, dcgm_port=5565,
+                     dcgm_unix_socket='')
     assert _execstart(text) == ['', '/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/gpufleet-counters.csv '
                                     '-a 127.0.0.1:9401 -r 127.0.0.1:5565 -c 30000']
     assert 'PartOf=nvidia-dcgm.service' in text
@@ -536,17 +575,17 @@ PROC_NET_TCP6 = (
 
 
 @pytest.mark.parametrize('inputs, contents, listening', [
-    ({}, ['/proc/net/tcp'], True),
-    ({'dcgm_port': 5565}, ['/proc/net/tcp'], True),
+    ({'dcgm_unix_socket': ''}, ['/proc/net/tcp'], True),
+    ({'dcgm_port': 5565, 'dcgm_unix_socket': ''}, ['/proc/net/tcp'], True),
     # 5566 only appears as the remote end of a connection.
-    ({'dcgm_port': 5566}, ['/proc/net/tcp'], False),
+    ({'dcgm_port': 5566, 'dcgm_unix_socket': ''}, ['/proc/net/tcp'], False),
     # sshd's wildcard listener answers on loopback too.
     ({'dcgm_exporter_hostengine': 'localhost:22'}, ['/proc/net/tcp'], True),
     ({'dcgm_exporter_hostengine': '[::1]:5575'}, ['/proc/net/tcp6'], True),
     ({'dcgm_exporter_hostengine': '[::1]:5555'}, ['/proc/net/tcp6'], False),
     # Another host: the kernel of this one cannot tell, wait_for asks.
     ({'dcgm_exporter_hostengine': 'gpu-mgmt:5555'}, [], False),
-    ({'dcgm_listen_address': '10.0.0.5'}, [], False),
+    ({'dcgm_listen_address': '10.0.0.5', 'dcgm_unix_socket': ''}, [], False),
 ])
 def test_exporter_sees_a_local_host_engine_listen_in_the_socket_table(inputs, contents, listening):
     assert _expr('dcgm_exporter', '__dcgm_exporter_state_contents', **inputs) == contents
@@ -606,7 +645,18 @@ def test_web_config_renders_the_dictionary():
     config = {'tls_server_config': {'cert_file': '/etc/dcgm-exporter/tls.crt', 'key_file': '/etc/dcgm-exporter/tls.key'},
               'basic_auth_users': {'prometheus': '$2b$10$abcdefghijklmnopqrstuu0123456789ABCDEFGHIJKLMNOPQRSTU'}}
     text = _template('dcgm_exporter', 'web-config.yml.j2', dcgm_exporter_web_config=config)
-    assert yaml.safe_load(text) == config
+    # The TLS files are the copies systemd makes into the exporter's runtime directory.
+    assert yaml.safe_load(text) == dict(config, tls_server_config={'cert_file': '/run/nvidia-dcgm-exporter/tls.crt',
+                                                                   'key_file': '/run/nvidia-dcgm-exporter/tls.key'})
+    # ... at every start, as root ("+"), readable by the exporter's account alone.
+    dropin = _template('dcgm_exporter', 'nvidia-dcgm-exporter.conf.j2', dcgm_exporter_web_config=config)
+    assert ('ExecStartPre=+/usr/bin/install -m 0400 -o nvidia-dcgm-exporter -g nvidia-dcgm-exporter '
+            '/etc/dcgm-exporter/tls.key /run/nvidia-dcgm-exporter/tls.key') in dropin.splitlines()
+    assert ('ExecStartPre=+/usr/bin/install -m 0400 -o nvidia-dcgm-exporter -g nvidia-dcgm-exporter '
+            '/etc/dcgm-exporter/gpufleet-web-config.yml /run/nvidia-dcgm-exporter/web-config.yml') in dropin.splitlines()
+    for line in ('User=nvidia-dcgm-exporter', 'SupplementaryGroups=nvidia-dcgm-clients', 'RuntimeDirectoryMode=0700',
+                 'CapabilityBoundingSet=', 'ProtectSystem=strict', 'NoNewPrivileges=yes'):
+        assert line in dropin.splitlines(), line
 
 
 # --- dcgm_exporter: shipped dashboard and scrape snippet -------------------------------
@@ -798,3 +848,27 @@ def test_dcgm_diag_result_passes_when_no_test_fails():
     assert result['passed'] is True and result['failed_tests'] == [] and result['level'] == 2
     assert [(t['name'], t['category'], t['status']) for t in result['tests']] == [
         ('software', 'Deployment', 'Pass'), ('pcie', 'Integration', 'Skip')]
+
+
+# --- dcgm: a pinned version must be offered before DCGM 3 is removed ------------------------
+
+MADISON = [
+    ' datacenter-gpu-manager-4-core | 1:4.4.1-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages',
+    ' datacenter-gpu-manager-4-core | 1:4.2.3-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages',
+    'datacenter-gpu-manager-4-proprietary | 1:4.4.1-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages',
+    'datacenter-gpu-manager-4-cuda12 | 1:4.2.3-1 | http://127.0.0.1:8765/compute/cuda/repos/debian12/x86_64  Packages',
+]
+
+
+@pytest.mark.parametrize('version, unavailable', [
+    ('4.4.1', ['datacenter-gpu-manager-4-cuda12']),
+    ('1:4.2.3-1', ['datacenter-gpu-manager-4-proprietary']),
+    ('4.5.0', ['datacenter-gpu-manager-4-core', 'datacenter-gpu-manager-4-proprietary', 'datacenter-gpu-manager-4-cuda12']),
+])
+def test_a_pinned_dcgm_version_must_be_offered(version, unavailable):
+    block = _task('dcgm', 'preflight.yml', 'Check the repositories offer the DCGM version')
+    task = [t for t in block['block'] if t['name'] == 'Check every DCGM package is offered at the version'][0]
+    variables = _variables('dcgm', dcgm_version=version, __dcgm_driver_cuda_major='12', __dcgm_installed={},
+                           __dcgm_offered={'stdout_lines': MADISON})
+    variables.update(_trust(task['vars']))
+    assert _render(_trust('{{ __dcgm_unavailable }}'), variables) == unavailable

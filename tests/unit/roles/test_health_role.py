@@ -36,13 +36,18 @@ def test_the_validate_entry_point_takes_the_main_entry_points_options_unchanged(
 
 
 @pytest.mark.parametrize('extra, expected', [
+    # The dcgm role's default: its Unix socket.
     ({}, {'health_expected_gpu_count': 0, 'health_expected_driver_branch': '',
-          'health_dcgm_host': '127.0.0.1:5555'}),
-    ({'nvidia_driver_expected_gpu_count': 8, 'nvidia_driver_branch': 570, 'dcgm_port': 5570},
+          'health_dcgm_host': 'unix:///run/nvidia-dcgm/nv-hostengine.sock'}),
+    # dcgm_unix_socket empty: its TCP listener.
+    ({'nvidia_driver_expected_gpu_count': 8, 'nvidia_driver_branch': 570, 'dcgm_port': 5570, 'dcgm_unix_socket': ''},
      {'health_expected_gpu_count': 8, 'health_expected_driver_branch': '570', 'health_dcgm_host': '127.0.0.1:5570'}),
-    ({'nvidia_driver_expected_gpu_count': None, 'dcgm_listen_address': 'ALL'},
+    ({'nvidia_driver_expected_gpu_count': None, 'dcgm_listen_address': 'ALL', 'dcgm_unix_socket': ''},
      {'health_expected_gpu_count': 0, 'health_dcgm_host': '127.0.0.1:5555'}),
-    ({'dcgm_listen_address': '10.0.0.5', 'dcgm_port': 5600}, {'health_dcgm_host': '10.0.0.5:5600'}),
+    ({'dcgm_listen_address': '10.0.0.5', 'dcgm_port': 5600, 'dcgm_unix_socket': ''},
+     {'health_dcgm_host': '10.0.0.5:5600'}),
+    # A port alone does not switch the socket off, as in the dcgm role.
+    ({'dcgm_port': 5570}, {'health_dcgm_host': 'unix:///run/nvidia-dcgm/nv-hostengine.sock'}),
     ({'dcgm_unix_socket': '/run/nvidia-dcgm/nv-hostengine'},
      {'health_dcgm_host': 'unix:///run/nvidia-dcgm/nv-hostengine'}),
 ])

@@ -69,8 +69,21 @@ def _spec_types(role):
     return SPEC_TYPES
 
 
+# vars/ files that hold data the role loads itself (security floors, CVE and
+# field tables), not per-platform values.
+DATA_FILES = {'security_floors.yml', 'cves.yml', 'dcgm_fields.yml'}
+
+
 def _platform_files(role):
-    return sorted(name for name in os.listdir(role_path(role, 'vars')) if name.endswith('.yml') and name != 'main.yml')
+    return sorted(name for name in os.listdir(role_path(role, 'vars'))
+                  if name.endswith('.yml') and name != 'main.yml' and name not in DATA_FILES)
+
+
+@pytest.mark.parametrize('role', ROLE_NAMES)
+def test_data_files_are_internal_to_the_role(role):
+    for name in sorted(DATA_FILES & set(os.listdir(role_path(role, 'vars')))):
+        data = load(role, 'vars', name)
+        assert all(key.startswith('__%s_' % role) for key in data), name
 
 
 def test_the_roles_are_found():

@@ -33,6 +33,13 @@ nvidia_smi_failure = FilterModule().filters()['nvidia_smi_failure']
     ({'rc': 0, 'stdout': 'Failed to initialize NVML: Driver/library version mismatch', 'stderr': ''}, 'version_mismatch'),
     # coreutils timeout around nvidia-smi.
     ({'rc': 124, 'stdout': '', 'stderr': ''}, 'timeout'),
+    # Killed after timeout's grace period: a shell says 137; run_command says -9 when nvidia-smi
+    # ignored SIGTERM (stuck in the driver) and timeout's SIGKILL to its group ended timeout too.
+    ({'rc': 137, 'stdout': '', 'stderr': '', 'cmd': ['timeout', '--kill-after=5', '60', 'nvidia-smi', '-L']}, 'timeout'),
+    ({'rc': -9, 'stdout': '', 'stderr': '', 'cmd': ['/usr/bin/timeout', '--kill-after=5', '60', 'nvidia-smi']}, 'timeout'),
+    ({'rc': -9, 'stdout': '', 'stderr': '', 'cmd': 'timeout 60 nvidia-smi -L'}, 'timeout'),
+    # Without a timeout around it, a SIGKILL is someone else's (the OOM killer).
+    ({'rc': -9, 'stdout': '', 'stderr': '', 'cmd': ['nvidia-smi', '-L']}, 'unknown'),
     ({'rc': 127, 'stdout': '', 'stderr': "timeout: failed to run command 'nvidia-smi': No such file or directory"},
      'not_installed'),
     # ansible.builtin.command could not start the program at all.

@@ -98,6 +98,17 @@ def test_sigkill_after_the_grace_period_is_a_timeout(monkeypatch):
     assert 'timed out after 30 seconds' in stderr
 
 
+def test_a_call_that_ignores_sigterm_is_a_timeout(monkeypatch):
+    # nvidia-smi stuck in the driver ignores SIGTERM; timeout's SIGKILL to its
+    # process group after the grace period ends timeout too: run_command says -9.
+    clock = iter([100.0, 135.5])
+    monkeypatch.setattr(runner.time, 'monotonic', lambda: next(clock))
+    module = FakeModule([(-9, '', '')])
+    rc, _stdout, stderr = runner.run_nvidia_smi(module, ['-q', '-x'], timeout=30)
+    assert rc == 124
+    assert 'timed out after 30 seconds' in stderr
+
+
 def test_early_sigkill_is_not_mistaken_for_a_timeout(monkeypatch):
     clock = iter([100.0, 100.2])
     monkeypatch.setattr(runner.time, 'monotonic', lambda: next(clock))

@@ -130,6 +130,8 @@ def test_failures_say_what_is_wrong(monkeypatch, module_exits):
     ((235, 'Error: unable to establish a connection to the specified host: 127.0.0.1:5570\n', ''),
      'dcgmi diag failed with rc 235: Error: unable to establish a connection to the specified host: 127.0.0.1:5570'),
     ((124, '', ''), 'dcgmi diag --run 1 did not finish within 120 s.'),
+    # dcgmi ignoring SIGTERM (wedged): killed after the grace period, with timeout itself.
+    ((-9, '', ''), 'dcgmi diag --run 1 did not finish within 120 s.'),
     ((226, DCGM3, ''), 'DCGM diagnostic level 1 failed: Persistence Mode (Persistence mode for GPU 0 is disabled.)'),
     ((0, '{}', ''), 'dcgmi diag (rc 0) reported no test result.'),
 ])

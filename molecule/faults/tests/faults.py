@@ -1,0 +1,216 @@
+"""Helpers of the fault suite: the scenario's containers, ansible-playbook runs
+that can be interrupted at a task, and what a fault must not lose.
+
+The cases (test_faults.py) run ansible-playbook themselves, as an operator
+would: with the project's ansible.cfg and Molecule's inventory (its
+directory, so that the scenario's group and host variables apply), in an
+environment without Molecule's ANSIBLE_* settings. Every run's output is kept
+in $MOLECULE_EPHEMERAL_DIRECTORY/faults/<name>.log and named in a failure.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+SCENARIO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT_DIR = os.path.dirname(os.path.dirname(SCENARIO_DIR))
+PLAYBOOK_BIN = os.path.join(PROJECT_DIR, ".venv", "bin", "ansible-playbook")
+INVENTORY = os.path.dirname(os.environ.get("MOLECULE_INVENTORY_FILE", "/nonexistent/x"))
+WORK = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/tmp/gpufleet-faults"), "faults")
+HOST_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host_state.py")
+# The HGX H100 (NVSwitch, Fabric Manager) and the L40S host.
+HGX, L40S = "faults-debian12", "faults-debian13"
+HOSTS = (HGX, L40S)
+CONVERGE = os.path.join(SCENARIO_DIR, "converge.yml")
+ROLE = os.path.join(SCENARIO_DIR, "role.yml")
+
+_RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"
+                    r"\s+rescued=(\d+)\s+ignored=(\d+)")
+_BANNER = re.compile(r"^(TASK|RUNNING HANDLER) \[(.*)\] \*+$")
+_FAILED = re.compile(r"^(?:fatal|failed): \[([^\]]+)\](?: \(item=.*?\))?: FAILED! => (\{.*\})\s*$")
+
+
+def sh(host, command, check=True, timeout=300, stdin=None):
+    """Run a shell command in a container; with check, it must exit 0."""
+    proc = subprocess.run(["docker", "exec", "-i", host, "sh", "-c", command], input=stdin, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout, check=False)
+    if check:
+        assert proc.returncode == 0, "%s: %s failed (%d): %s%s" % (
+            host, command, proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def out(host, command):
+    return sh(host, command).stdout
+
+
+def put(host, path, content, mode="0644"):
+    sh(host, "mkdir -p \"$(dirname %s)\" && cat > %s && chmod %s %s" % (path, path, mode, path), stdin=content)
+
+
+def snapshot(host):
+    """Packages, holds, configuration checksums, GPU services and the loaded driver (host_state.py)."""
+    with open(HOST_STATE) as handle:
+        return json.loads(sh(host, "python3 - snapshot", stdin=handle.read()).stdout)
+
+
+def problems(host):
+    """What makes the host inconsistent: dpkg --audit, apt-get check, files that do not parse,
+    half-written files, duplicate entries (host_state.py). Empty when consistent."""
+    with open(HOST_STATE) as handle:
+        return json.loads(sh(host, "python3 - problems", stdin=handle.read()).stdout)
+
+
+def active(host, unit):
+    return sh(host, "systemctl is-active %s" % unit, check=False).stdout.strip()
+
+
+def main_pid(host, unit):
+    return int(out(host, "systemctl show -p MainPID --value %s" % unit).strip() or 0)
+
+
+def wait_for(predicate, timeout, interval=1.0):
+    deadline = time.time() + timeout
+    while True:
+        value = predicate()
+        if value or time.time() > deadline:
+            return value
+        time.sleep(interval)
+
+
+class Run(object):
+    """One ansible-playbook run: exit status, the output, the recap and the failed tasks."""
+
+    def __init__(self, name, log, rc, text, elapsed, killed, timed_out):
+        self.name, self.log, self.rc, self.text = name, log, rc, text
+        self.elapsed, self.killed, self.timed_out = elapsed, killed, timed_out
+        self.recap = {}
+        self.failures = []
+        task = None
+        for line in text.splitlines():
+            banner = _BANNER.match(line)
+            if banner:
+                task = banner.group(2)
+                continue
+            recap = _RECAP.match(line)
+            if recap:
+                keys = ("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored")
+                self.recap[recap.group(1)] = dict(zip(keys, (int(v) for v in recap.groups()[1:])))
+                continue
+            failed = _FAILED.match(line)
+            if failed:
+                try:
+                    result = json.loads(failed.group(2))
+                except ValueError:
+                    result = {"msg": failed.group(2)}
+                if "...ignoring" not in text[text.find(line) + len(line):][:20]:
+                    self.failures.append((failed.group(1), task, result))
+
+    def failed(self, host):
+        """(task, msg) of the host's failed tasks, rescued ones included."""
+        return [(task, result.get("msg", "")) for name, task, result in self.failures if name == host]
+
+    def changed(self, host):
+        return self.recap.get(host, {}).get("changed")
+
+    def tasks(self):
+        return [m.group(2) for m in (_BANNER.match(line) for line in self.text.splitlines()) if m]
+
+    def ran_for(self, host, task_pattern):
+        """Whether a task matching task_pattern reported a result (not skipping) for host."""
+        task = None
+        for line in self.text.splitlines():
+            banner = _BANNER.match(line)
+            if banner:
+                task = banner.group(2)
+            elif task and re.search(task_pattern, task) and re.match(r"^(ok|changed|fatal|failed): \[%s\]" % re.escape(host),
+                                                                     line):
+                return True
+        return False
+
+    def ok(self, hosts=HOSTS):
+        return self.rc == 0 and all(self.recap.get(h, {}).get("failed") == 0 for h in hosts)
+
+    def __str__(self):
+        tail = self.text[-6000:]
+        return "%s: rc %s after %.0f s%s%s (log %s)\nfailed: %s\n...%s" % (
+            self.name, self.rc, self.elapsed, ", interrupted" if self.killed else "",
+            ", TIMED OUT" if self.timed_out else "", self.log, [(h, t) for h, t, _r in self.failures], tail)
+
+    __repr__ = __str__
+
+
+def _overlay(name, host_vars):
+    """An inventory file that adds per-host variables to Molecule's inventory."""
+    path = os.path.join(WORK, name + ".hosts.json")
+    with open(path, "w") as handle:
+        json.dump({"gpu_nodes": {"hosts": host_vars}}, handle, indent=1)
+    return path
+
+
+def environment():
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
+    env.update(ANSIBLE_CONFIG=os.path.join(PROJECT_DIR, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+               ANSIBLE_DISPLAY_SKIPPED_HOSTS="1",
+               PATH=os.path.dirname(PLAYBOOK_BIN) + os.pathsep + env.get("PATH", ""))
+    return env
+
+
+def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, timeout=1500):
+    """Run ansible-playbook and return its Run.
+
+    kill: (task pattern, signal, delay): when a task whose banner matches
+    starts, wait delay seconds, then send the signal to the whole process
+    group, as a Ctrl-C (SIGINT) or a killed job (SIGKILL) would. timeout
+    bounds the run: a run still going after it is killed and marked timed out.
+    """
+    os.makedirs(WORK, exist_ok=True)
+    argv = [PLAYBOOK_BIN, "-i", INVENTORY]
+    if host_vars:
+        argv += ["-i", _overlay(name, host_vars)]
+    argv.append(path)
+    if limit:
+        argv += ["--limit", limit]
+    if extra:
+        argv += ["-e", json.dumps(extra)]
+    log = os.path.join(WORK, name + ".log")
+    started = time.time()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                            env=environment(), cwd=PROJECT_DIR, start_new_session=True)
+    state = {"killed": False, "timed_out": False}
+
+    def watchdog():
+        if proc.poll() is None:
+            state["timed_out"] = True
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout, watchdog)
+    timer.start()
+    lines = []
+    try:
+        with open(log, "w") as handle:
+            for line in proc.stdout:
+                handle.write(line)
+                handle.flush()
+                lines.append(line)
+                if kill and not state["killed"]:
+                    banner = _BANNER.match(line.rstrip("\n"))
+                    if banner and re.search(kill[0], banner.group(2)):
+                        time.sleep(kill[2])
+                        state["killed"] = True
+                        handle.write("#### faults: sending %s to the run\n" % signal.Signals(kill[1]).name)
+                        os.killpg(proc.pid, kill[1])
+            rc = proc.wait()
+            if state["killed"] and kill[1] != signal.SIGKILL:
+                # Whatever the interrupted run left running in the group (workers, docker exec) goes too.
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    finally:
+        timer.cancel()
+    return Run(name, log, rc, "".join(lines), time.time() - started, state["killed"], state["timed_out"])
