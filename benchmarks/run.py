@@ -500,6 +500,21 @@ def table(result):
     add('rerun / floor (b)', rerun.get('vs_floor_b'))
     add('baseline %s no-change rerun (median s)' % result.get('baseline_commit'), base.get('median_s'))
     add('rerun / baseline', result.get('rerun_vs_baseline_ratio'))
+    for label, section in (('rerun', rerun), ('baseline', base)):
+        for host, host_counts in sorted(section.get('counts', {}).items()):
+            add('%s task counts (%s)' % (label, host), ', '.join(
+                '%s %s' % (key.replace('_', ' '), value) for key, value in sorted(host_counts.items())))
+    facts = result.get('facts', {})
+    add('facts: nvidia-smi processes per default nvidia_smi_info', facts.get('nvidia_smi_processes_per_call'))
+    add('facts: module minus ping (median s)', facts.get('module_minus_ping_median_s'))
+    add('facts: one bare nvidia-smi --query-gpu (median s)', facts.get('bare_median_s'))
+    for label, measured in sorted(result.get('settings', {}).items()):
+        add('settings: %s (median s)' % label, measured.get('median_s'))
+    for label, measured in sorted(result.get('fleet', {}).items()):
+        add('fleet: %s (median s%s)' % (label.replace('_', ' '), ', per host %s s' % measured['per_host_s']
+                                        if 'per_host_s' in measured else ''), measured.get('median_s'))
+    add('benchmark wall time (s)', result.get('benchmark_seconds'))
+    add('load average at start', result.get('machine', {}).get('load_at_start'))
     return '\n'.join(rows)
 
 
