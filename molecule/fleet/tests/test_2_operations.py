@@ -21,7 +21,9 @@ In order, on the fleet converged at branch 570:
 """
 import json
 import os
+import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
@@ -29,6 +31,11 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
     GPU_NODES, driver, out, put, record, restarts, run, sh, slurm_node)
+
+# The headless Chromium check of the unit tests, here on the fleet's own report.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".collections"))
+from ansible_collections.gpufleet.nvidia.tests.unit.integration.test_health_report_chromium import (  # noqa: E402
+    CHROMIUM, FLAGS, check_dom, page_requests)  # pylint: disable=wrong-import-position,import-error
 
 INVENTORY = os.path.dirname(os.environ.get("MOLECULE_INVENTORY_FILE", "/nonexistent/x"))
 WORK = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/tmp/gpufleet-fleet"), "runner")
@@ -72,6 +79,19 @@ def report_hosts(report):
     return dict((name, value["healthy"]) for name, value in hosts.items())
 
 
+def chromium(page):
+    """The page's DOM after its script ran, and what Chromium requested for it (its net log)."""
+    assert CHROMIUM, "chromium is not installed (make setup installs it)"
+    work = os.path.join(WORK, "chromium")
+    os.makedirs(work, exist_ok=True)
+    net_log = os.path.join(work, "net.json")
+    done = subprocess.run([CHROMIUM] + FLAGS + ["--user-data-dir=%s" % os.path.join(work, "profile"),
+                                                "--log-net-log=%s" % net_log, "--dump-dom", "file://%s" % page],
+                          capture_output=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-3000:]
+    return done.stdout.decode("utf-8"), page_requests(pathlib.Path(net_log))
+
+
 @pytest.fixture(scope="module")
 def before():
     return dict((node, restarts(node)) for node in GPU_NODES)
@@ -84,7 +104,14 @@ def test_1_health_report_all_healthy():
     assert result.failed() == [], result.summary()
     assert all(result.changed(node) == 0 for node in GPU_NODES), result.stats
     assert os.path.isfile(os.path.join(report_dir, "gpu-health.html"))
-    assert report_hosts(health_report(report_dir)) == dict((node, True) for node in GPU_NODES)
+    report = health_report(report_dir)
+    assert report_hosts(report) == dict((node, True) for node in GPU_NODES)
+    gpus = dict((host["host"], len(host["gpus"])) for host in report["hosts"])
+    assert gpus == {"fleet-hgx": 8, "fleet-l40s": 2, "fleet-a100": 1}, gpus
+    # The page in headless Chromium: every host and GPU shown, nothing loaded from anywhere.
+    dom, requests = chromium(os.path.join(report_dir, "gpu-health.html"))
+    assert requests == [], requests
+    check_dom(dom, report)
     # The job's artifacts: event stream, stdout, status, rc.
     assert os.path.isdir(os.path.join(result.dir, "job_events")) and result.stdout
 
