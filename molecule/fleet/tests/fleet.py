@@ -138,6 +138,9 @@ def run(base, inventory_dir, playbook, ident, extravars=None, limit=None):
     # The jobs' durations, beside the scenario's log (the private data directories go with the scenario).
     logs = os.path.join(os.environ.get("GPUFLEET_STATE_DIR", "/var/tmp/gpufleet-harness"), "logs")
     if os.path.isdir(logs):
+        # And each job's output, which goes with the scenario's directory otherwise.
+        with open(os.path.join(logs, "fleet-job-%s.log" % ident), "w") as handle:
+            handle.write(job.stdout)
         with open(os.path.join(logs, "fleet-jobs.log"), "a") as handle:
             handle.write("%s %s %s: %s in %d s, changed %s\n" % (time.strftime("%H:%M:%S"), ident, playbook, job.status,
                                                                  time.time() - started, job.stats.get("changed", {})))

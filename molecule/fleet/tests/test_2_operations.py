@@ -160,10 +160,11 @@ def test_3_rolling_upgrade_stops_at_a_node_failing_verification(before):
     fm = out("fleet-hgx", "dpkg-query -W -f='${Version}' nvidia-fabricmanager").split("-")[0]
     assert fm == driver("fleet-hgx")
     assert out("fleet-hgx", "systemctl is-active nvidia-fabricmanager").strip() == "active"
+    # The reason first: where the run stopped explains every later difference.
+    hgx = slurm_node("fleet-hgx")
+    assert "DRAIN" in hgx["state"] and "verification failed" in hgx["reason"], (hgx["text"], result.summary())
     # DCGM's CUDA plugin followed the driver's CUDA major (12 -> 13).
     assert out("fleet-hgx", "dpkg-query -W -f='${db:Status-Abbrev}' datacenter-gpu-manager-4-cuda13").startswith("ii")
-    hgx = slurm_node("fleet-hgx")
-    assert "DRAIN" in hgx["state"] and "verification failed" in hgx["reason"], hgx["text"]
     assert "xid_79" in hgx["reason"] or "xid" in hgx["reason"].lower(), hgx["text"]
     assert record("fleet-hgx")["reason"] == hgx["reason"]
     assert [host for host, _task, _msg in result.failed()][-1] == "fleet-hgx"
