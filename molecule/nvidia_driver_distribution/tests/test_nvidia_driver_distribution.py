@@ -1,4 +1,4 @@
-"""nvidia_driver_source: distribution with Debian's real packages, read on the converged hosts (draft, unverified)."""
+"""nvidia_driver_source: distribution with Debian's real packages, read on the converged hosts."""
 import re
 
 import pytest

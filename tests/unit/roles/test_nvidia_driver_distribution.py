@@ -336,7 +336,7 @@ def _platform_role(facts, **inputs):
 def test_preflight_refuses_a_branch_debian_does_not_offer(major, wrong, offered):
     role = _platform_role(DEBIAN[major], nvidia_driver_branch=wrong)
     broken = _broken(role, 'Check the platform')
-    assert [var for var, _ in broken] == ['nvidia_driver_branch'], broken
+    assert [var for var, _msg in broken] == ['nvidia_driver_branch'], broken
     message = broken[0][1]
     assert 'offers only branch %s' % offered in message and 'nvidia_driver_branch: "%s"' % offered in message, message
 
@@ -353,7 +353,7 @@ def test_preflight_refuses_the_distribution_source_on_rhel(distribution, version
     role = _platform_role(_facts(distribution, version, 'RedHat'))
     assert role.distribution_file is None
     broken = _broken(role, 'Check the platform')
-    assert [var for var, _ in broken] == ['nvidia_driver_source'], broken
+    assert [var for var, _msg in broken] == ['nvidia_driver_source'], broken
     assert 'not offered on %s' % distribution in broken[0][1] and 'nvidia_driver_source: nvidia' in broken[0][1]
 
 
@@ -376,7 +376,7 @@ def test_preflight_refuses_a_missing_debian_mirror_and_keyring():
     state['files'] = {keyring: {'exists': False}}
     role = DistributionRole(DEBIAN['12'], state=state, nvidia_driver_branch='535')
     broken = _broken(role, 'Check the Debian mirror and keyring for the non-free components')
-    assert [var for var, _ in broken] == ['nvidia_driver_distribution_mirror', 'nvidia_driver_source'], broken
+    assert [var for var, _msg in broken] == ['nvidia_driver_distribution_mirror', 'nvidia_driver_source'], broken
     assert 'http://deb.debian.org/debian' in broken[0][1] and 'debian-archive-keyring' in broken[1][1]
     state = _state(deb822=DEB822)
     state['files'] = {keyring: {'exists': True}}
@@ -387,7 +387,7 @@ def test_preflight_refuses_a_missing_debian_mirror_and_keyring():
 def test_preflight_refuses_a_branch_ubuntus_archive_does_not_offer():
     role = DistributionRole(_ubuntu('24.04', '6.8.0-45-generic'), names=UBUNTU_NAMES['24.04'], nvidia_driver_branch='535')
     broken = _broken(role, 'Check the archive offers the branch')
-    assert [var for var, _ in broken] == ['nvidia_driver_branch'], broken
+    assert [var for var, _msg in broken] == ['nvidia_driver_branch'], broken
     assert 'nvidia-driver-535-server-open' in broken[0][1] and '550, 570, 580' in broken[0][1], broken[0][1]
     role = DistributionRole(_ubuntu('24.04', '6.8.0-45-generic'), names=UBUNTU_NAMES['24.04'], nvidia_driver_branch='580')
     assert _broken(role, 'Check the archive offers the branch') == []
