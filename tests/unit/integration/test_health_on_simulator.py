@@ -200,7 +200,6 @@ def test_validate_entry_point_fails_the_node_with_a_failed_check(fleet):
     assert 'dcgm_diag: pass - DCGM diagnostic level 1 passed' in stdout
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(REPO_ROOT, 'roles', 'drain')), reason='roles/drain is not there yet')
 def test_only_unhealthy_nodes_are_drained_and_only_when_asked(fleet, tmp_path):
     fleet.hosts['a100mig01'].write('var/log/kern.log', XID_79)
     drained = tmp_path / 'drained.txt'
