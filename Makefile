@@ -13,6 +13,9 @@ SYSTEM_PACKAGES += chromium
 # Molecule scenarios run at once (tests/harness/molecule.sh -j); they mostly
 # wait on apt and systemd, so 3 finish sooner than 1 even on CI's two cores.
 MOLECULE_JOBS ?= 3
+# Unit test workers (pytest-xdist); each test file stays on one worker, whose
+# module fixtures (one ansible-playbook run for a table of cases) it shares.
+UNIT_JOBS ?= auto
 STAMP := $(VENV)/.installed-$(shell sha256sum requirements/dev.txt | cut -c1-12)
 
 .PHONY: setup demo test lint sanity unit molecule build changelog clean-harness benchmark
@@ -46,7 +49,7 @@ sanity: setup
 
 # pytest exits 5 when it collected nothing: that is a failure here, not a pass.
 unit: setup
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q -n $(UNIT_JOBS) --dist loadfile tests/unit
 
 molecule: setup
 	tests/harness/molecule.sh -j $(MOLECULE_JOBS)

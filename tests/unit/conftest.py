@@ -52,3 +52,20 @@ def module_exits(monkeypatch):
     """Patch ``AnsibleModule.exit_json``/``fail_json`` to raise; returns the two exception classes."""
     from ansible_collections.gpufleet.nvidia.tests.unit.ansible_module_helpers import patch_exits
     return patch_exits(monkeypatch)
+
+
+# Closing lines a test wants in the run's output ("bad inputs: N passed, N
+# failed", the systemd-analyze scores). A test records them with
+# record_property('gpufleet_summary', line); they are printed at the end on
+# the controller, because what a pytest-xdist worker prints never reaches it.
+_SUMMARY_LINES = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == 'call':
+        _SUMMARY_LINES.extend(value for key, value in report.user_properties if key == 'gpufleet_summary')
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in sorted(_SUMMARY_LINES):
+        terminalreporter.write_line(line)

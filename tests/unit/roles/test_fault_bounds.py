@@ -96,7 +96,8 @@ APT_GET_CASES = [(path, task) for path, task in ALL if _command(task) is not Non
 PACKAGE_CASES = [(path, task) for path, task in ALL for module in PACKAGE_MODULES
                  if module in task and isinstance(task[module], dict)
                  and (task[module].get('name') or task[module].get('update_cache'))]
-SELECTION_CASES = [(path, task) for path, task in ALL if 'ansible.builtin.dpkg_selections' in task]
+SELECTION_CASES = [(path, task) for path, task in ALL if 'ansible.builtin.dpkg_selections' in task
+                   or (_command(task) is not None and re.search(r'apt-mark\W+(un)?hold', _text(task)))]
 
 
 def _ids(cases):
