@@ -136,9 +136,12 @@ class Run(object):
 
     def __str__(self):
         tail = self.text[-6000:]
-        return "%s: rc %s after %.0f s%s%s (log %s)\nfailed: %s\n...%s" % (
+        # The log is pruned with the scenario's ephemeral directory: what failed
+        # and why must be in the assertion itself, or a CI failure cannot be read.
+        failed = "".join("\n  [%s] %s: %s" % (h, t, str(r.get("msg", ""))[:2000]) for h, t, r in self.failures)
+        return "%s: rc %s after %.0f s%s%s (log %s)\nfailed:%s\n...%s" % (
             self.name, self.rc, self.elapsed, ", interrupted" if self.killed else "",
-            ", TIMED OUT" if self.timed_out else "", self.log, [(h, t) for h, t, _r in self.failures], tail)
+            ", TIMED OUT" if self.timed_out else "", self.log, failed or " none", tail)
 
     __repr__ = __str__
 
