@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import bz2
+import difflib
 import gzip
 import io
 import lzma
@@ -50,10 +51,11 @@ def decompress(name, data):
     return data
 
 
-def deb_versions(text, names):
-    """{name: [versions]} from the text of an apt Packages index, for the names asked for."""
+def deb_index(text, names):
+    """({name: [versions]} for the names asked for, every package name) of the text of an apt Packages index."""
     wanted = set(names)
     found = dict((name, []) for name in names)
+    every = set()
     package = version = None
     for line in text.splitlines() + ['']:
         if not line.strip():
@@ -62,9 +64,15 @@ def deb_versions(text, names):
             package = version = None
         elif line.startswith('Package:'):
             package = line.split(':', 1)[1].strip()
+            every.add(package)
         elif line.startswith('Version:'):
             version = line.split(':', 1)[1].strip()
-    return found
+    return found, every
+
+
+def deb_versions(text, names):
+    """{name: [versions]} from the text of an apt Packages index, for the names asked for."""
+    return deb_index(text, names)[0]
 
 
 def repomd_primary_location(data):
@@ -81,16 +89,20 @@ def repomd_primary_location(data):
     raise PackageIndexError('repomd.xml names no primary package list')
 
 
-def rpm_versions(data, names):
-    """{name: [versions]} from a primary.xml package list ("epoch:version-release", epoch 0 left out)."""
+def rpm_index(data, names):
+    """({name: [versions]} for the names asked for, every package name) of a primary.xml package list
+    (versions "epoch:version-release", epoch 0 left out)."""
     wanted = set(names)
     found = dict((name, []) for name in names)
+    every = set()
     try:
         for _event, element in ET.iterparse(io.BytesIO(data)):
             if element.tag != COMMON_NS + 'package':
                 continue
             name = element.findtext(COMMON_NS + 'name')
             ver = element.find(COMMON_NS + 'version')
+            if name:
+                every.add(name)
             if name in wanted and ver is not None:
                 epoch = ver.get('epoch') or '0'
                 text = '%s-%s' % (ver.get('ver'), ver.get('rel'))
@@ -98,7 +110,28 @@ def rpm_versions(data, names):
             element.clear()
     except ET.ParseError as exc:
         raise PackageIndexError('the primary package list does not parse: %s' % exc)
-    return found
+    return found, every
+
+
+def rpm_versions(data, names):
+    """{name: [versions]} from a primary.xml package list ("epoch:version-release", epoch 0 left out)."""
+    return rpm_index(data, names)[0]
+
+
+def close_names(name, every, limit=5):
+    """Names of an index that look like name, most alike first: what a typo
+    meant ("nvidia-drvier-cuda"), or the same package for another release
+    ("cuda-toolkit-12-9" -> "cuda-toolkit-12-8"), so that a refusal can say
+    what the repository has instead."""
+    every = sorted(every)
+    close = difflib.get_close_matches(name, every, n=limit, cutoff=0.75)
+    # The name without its trailing version ("cuda-toolkit-12-9" -> "cuda-toolkit-"):
+    # its siblings are close even when the versions differ in every digit.
+    stem = re.sub(r'[0-9][0-9.-]*$', '', name)
+    if len(stem) >= 4 and stem != name:
+        close += [other for other in every if other.startswith(stem) and other not in close
+                  and re.match(r'^[0-9][0-9.-]*$', other[len(stem):])]
+    return close[:limit]
 
 
 def _order(char):

@@ -69,6 +69,9 @@ options:
     description:
       - OpenPGP keyring files (armored or binary) whose primary key fingerprints are returned, computed from
         the key packets (no gpg process).
+      - The whole file is read, every armored block and every packet; a file larger than 1 MiB, text outside the
+        armored blocks and packets other than those of public keys (secret keys, messages) are reported in
+        C(error).
     type: list
     elements: path
     default: []
@@ -159,8 +162,11 @@ links:
   sample: {"/var/lib/dkms/nvidia/kernel-6.1.0-28-amd64-x86_64": "570.195.03/6.1.0-28-amd64/x86_64"}
 keyrings:
   description:
-    - Per keyring of O(keyrings), C(exists), C(fingerprints) (primary keys, upper case) and C(error) (why they
-      could not be read, or V(null)).
+    - Per keyring of O(keyrings), C(exists), C(armored) (text rather than binary), C(blocks) (armored blocks,
+      V(0) for a binary file), C(fingerprints) (primary keys of every block, upper case, in file order, repeated
+      when a key is) and C(error) (why they could not be read, or V(null)).
+    - A repository key file holds exactly the pinned key when C(fingerprints) is that one fingerprint and
+      C(blocks) is at most V(1).
   returned: always
   type: dict
 pci_devices:
@@ -191,9 +197,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.openpgp import primary_fingerprints
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.openpgp import read_key_file
 
 MAX_CHECKSUM_BYTES = 16 * 1024 * 1024
+MAX_KEYRING_BYTES = 1024 * 1024
 SECURE_BOOT_VAR = '/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c'
 VERSIONLOCK_LIST = '/etc/dnf/plugins/versionlock.list'
 UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'UnitFileState', 'MainPID', 'FragmentPath',
@@ -357,14 +364,22 @@ def _keyrings(paths):
     for path in paths:
         try:
             with open(path, 'rb') as handle:
-                data = handle.read(1024 * 1024)
+                # One byte more than the limit: a file cut at the limit could end
+                # at a packet boundary and hide the keys after it.
+                data = handle.read(MAX_KEYRING_BYTES + 1)
         except (IOError, OSError):
-            found[path] = {'exists': os.path.exists(path), 'fingerprints': [], 'error': None}
+            found[path] = {'exists': os.path.exists(path), 'armored': False, 'blocks': 0, 'fingerprints': [],
+                           'error': None}
+            continue
+        if len(data) > MAX_KEYRING_BYTES:
+            found[path] = {'exists': True, 'armored': False, 'blocks': 0, 'fingerprints': [],
+                           'error': 'larger than %d bytes, which no repository key file is' % MAX_KEYRING_BYTES}
             continue
         try:
-            found[path] = {'exists': True, 'fingerprints': primary_fingerprints(data), 'error': None}
+            found[path] = dict(read_key_file(data), exists=True, error=None)
         except (ValueError, IndexError) as exc:
-            found[path] = {'exists': True, 'fingerprints': [], 'error': 'not an OpenPGP public key: %s' % exc}
+            found[path] = {'exists': True, 'armored': False, 'blocks': 0, 'fingerprints': [],
+                           'error': 'not an OpenPGP public key: %s' % exc}
     return found
 
 

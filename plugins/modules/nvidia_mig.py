@@ -24,6 +24,9 @@ description:
   - Refuses to touch a GPU on which compute processes run (C(nvidia-smi --query-compute-apps)) unless O(force=true).
   - MIG mode must already be enabled on the selected GPUs; set it with O(gpufleet.nvidia.nvidia_smi#module:mig_mode=true)
     or the C(gpufleet.nvidia.mig) role, which also re-applies the layout at boot (MIG instances do not survive a reboot).
+  - With O(validate_only=true) it only checks the layouts, also on GPUs whose MIG mode is still off, against the
+    collection's table of MIG profiles per GPU model; the C(gpufleet.nvidia.mig) role runs it so before it enables
+    MIG mode.
 extends_documentation_fragment:
   - gpufleet.nvidia.nvidia_smi
   - gpufleet.nvidia.attributes
@@ -67,11 +70,33 @@ options:
       - The driver still refuses to destroy an instance that a process holds; the module then fails with its message.
     type: bool
     default: false
+  validate_only:
+    description:
+      - Only check O(layouts) against the profiles each selected GPU offers, and change nothing.
+      - A GPU whose MIG mode is in effect is checked against its own list (C(nvidia-smi mig -lgip)). A GPU whose MIG
+        mode is off or pending lists no profiles; it is checked against O(gpu_profiles) or else the collection's table
+        of MIG profiles per GPU model, chosen by product name and memory size and built from the NVIDIA MIG User Guide
+        (its sources are in C(plugins/module_utils/nvidia_mig.py)). Checked are profile names, instance counts and
+        the compute and memory slices of the whole GPU.
+      - A GPU with MIG mode off whose model is in neither fails with O(ignore:reason=unknown_gpu_model) unless its layout
+        names no profile. RV(checks) says what each GPU was checked against.
+    type: bool
+    default: false
+  gpu_profiles:
+    description:
+      - MIG profiles of GPU models that the collection's table lacks, for O(validate_only) on GPUs whose MIG mode is off.
+      - Keys are product names as C(nvidia-smi --query-gpu=name) prints them (the C(NVIDIA) prefix and the case do not
+        matter); values map each GPU instance profile name to the most instances of it one GPU holds (the Total
+        column of C(nvidia-smi mig -lgip) on a GPU of that model). Only names and counts are checked for these.
+      - An entry here is used instead of the table's for that product name.
+    type: dict
+    default: {}
 notes:
   - Needs root; use O(ignore:become=true).
   - Besides the C(nvidia-smi) failure codes, O(ignore:reason) can be V(mig_disabled) (MIG mode off, pending or not
-    supported), V(invalid_layout) (the layout does not fit a GPU) and V(gpu_busy) (compute processes run on a GPU
-    that must change).
+    supported), V(invalid_layout) (the layout does not fit a GPU), V(unknown_gpu_model) (O(validate_only) on a GPU
+    with MIG mode off whose model is in neither the table nor O(gpu_profiles)) and V(gpu_busy) (compute processes run
+    on a GPU that must change).
   - Placement is decided by the driver. A layout within the GPU's slice and memory capacity can still be refused when
     no placement fits; the module then fails with the driver's message and RV(actions) shows what already ran.
 seealso:
@@ -122,7 +147,7 @@ gpus:
   description:
     - The GPUs named by the layouts, after the run (in check mode, as they would be; ids of instances still to be
       created are V(null)).
-  returned: success
+  returned: success, unless O(validate_only=true)
   type: list
   elements: dict
   contains:
@@ -164,6 +189,43 @@ gpus:
           profile_id: 9
           placement: {start: 0, size: 4}
           compute_instances: [{compute_instance_id: 0, profile: 3g.40gb, profile_id: 2}]
+checks:
+  description:
+    - With O(validate_only=true), one entry per selected GPU, also when the module fails.
+  returned: when O(validate_only=true)
+  type: list
+  elements: dict
+  contains:
+    entry:
+      description: Number of the O(layouts) entry that selects the GPU, counting from 1.
+      type: int
+    index:
+      description: GPU index.
+      type: int
+    name:
+      description: Product name.
+      type: str
+    mig_mode:
+      description: V(enabled), V(disabled), V(pending) (enabled, waiting for a reset) or V(unsupported).
+      type: str
+    source:
+      description:
+        - What the layout was checked against, V(gpu) (its own C(nvidia-smi mig -lgip)), V(table) (the collection's
+          table), V(gpu_profiles), or V(null) (nothing, for a GPU without MIG or of an unknown model).
+      type: str
+    model:
+      description: The model of the table (or the O(gpu_profiles) key) used, else V(null).
+      type: str
+    unknown_model:
+      description: True when MIG mode is off and the model is in neither the table nor O(gpu_profiles).
+      type: bool
+    errors:
+      description: Why the layout does not fit, each naming the GPU; empty when it fits.
+      type: list
+      elements: str
+  sample:
+    - {entry: 1, index: 0, name: NVIDIA A100-SXM4-40GB, mig_mode: disabled, source: table, model: A100 40GB,
+       unknown_model: false, errors: []}
 processes:
   description: Compute processes found on GPUs that had to change (only when O(force=true) let the module go on).
   returned: when processes ran on a changed GPU
@@ -194,6 +256,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_mig import 
     current_layout,
     describe_layout,
     expand_desired,
+    find_gpu_model,
+    gpu_profiles_models,
     is_empty_listing,
     layout_matches,
     parse_compute_instances,
@@ -202,6 +266,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_mig import 
     parse_mig_command_output,
     profile_short_name,
     validate_layout,
+    validate_layout_for_model,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_record import parse_query_csv
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import classify_failure
@@ -218,6 +283,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_setting
 
 GPU_FIELDS = ('index', 'uuid', 'pci.bus_id', 'name', 'mig.mode.current', 'mig.mode.pending')
 GPU_QUERY = ['--query-gpu=' + ','.join(GPU_FIELDS), '--format=csv,noheader,nounits']
+# The memory size tells apart models of one product name (an H100 of 80, 94 or 96 GB) in the profile table.
+VALIDATE_GPU_FIELDS = GPU_FIELDS + ('memory.total',)
 APPS_FIELDS = ('gpu_uuid', 'pid', 'process_name', 'used_memory')
 APPS_QUERY = ['--query-compute-apps=' + ','.join(APPS_FIELDS), '--format=csv,noheader,nounits']
 
@@ -250,17 +317,18 @@ class MigManager(object):
             self.fail('could not read the output of %s: %s' % (_command(args), exc),
                       reason='unparsable_output', stdout=stdout, stderr=stderr)
 
-    def read_gpus(self):
-        stdout, stderr = self.run(GPU_QUERY)
+    def read_gpus(self, fields=GPU_FIELDS):
+        query = ['--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits']
+        stdout, stderr = self.run(query)
 
         def _parse(text):
-            gpus = parse_query_csv(text, GPU_FIELDS)
+            gpus = parse_query_csv(text, fields)
             if any(gpu['index'] is None for gpu in gpus):
                 raise ValueError('a GPU line has no index')
             return gpus
-        gpus = self.parse(_parse, GPU_QUERY, stdout, stderr)
+        gpus = self.parse(_parse, query, stdout, stderr)
         if not gpus:
-            fail_from_result(self.module, 6, stdout, stderr or 'No devices were found', ['nvidia-smi'] + GPU_QUERY,
+            fail_from_result(self.module, 6, stdout, stderr or 'No devices were found', ['nvidia-smi'] + query,
                              changed=self.changed, actions=self.actions)
         return gpus
 
@@ -355,7 +423,54 @@ class MigManager(object):
                           % (_command(args), len(outcome['created_gpu_instances']), gpu_label(gpu), expected),
                           stdout=stdout, stderr=stderr)
 
+    def validate(self):
+        """validate_only: each selected GPU's layout against the profiles it offers; reads, changes nothing."""
+        try:
+            extra = gpu_profiles_models(self.module.params['gpu_profiles'])
+        except ValueError as exc:
+            self.fail('gpu_profiles: %s' % exc)
+        targets = self.desired_layouts(self.read_gpus(VALIDATE_GPU_FIELDS))
+        profiles = []
+        # -lgip lists only the GPUs whose MIG mode is in effect.
+        if any(gpu['mig_mode_current'] is True for gpu, _desired, _number in targets):
+            lgip_args = ['mig', '-lgip']
+            stdout, stderr = self.run(lgip_args, empty_ok=True)
+            profiles = self.parse(parse_gpu_instance_profiles, lgip_args, stdout, stderr)
+        checks = []
+        for gpu, desired, number in targets:
+            label = gpu_label(gpu)
+            check = dict(entry=number, index=gpu['index'], name=gpu['name'], mig_mode=_mig_mode(gpu),
+                         source=None, model=None, unknown_model=False)
+            if gpu['mig_mode_current'] is True:
+                check['source'] = 'gpu'
+                errors = validate_layout(label, desired, [p for p in profiles if p['gpu'] == gpu['index']])
+            elif gpu['mig_mode_current'] is None:
+                errors = ['%s does not support MIG' % label]
+            else:
+                model = find_gpu_model(gpu['name'], gpu.get('memory_total_mib'), extra)
+                if model is not None:
+                    check['source'] = model['source'] if model['source'] == 'gpu_profiles' else 'table'
+                    check['model'] = model['model']
+                    errors = validate_layout_for_model(label, desired, model)
+                elif desired:
+                    check['unknown_model'] = True
+                    errors = ['%s has MIG mode %s, and the table of MIG profiles does not know its model (%s with '
+                              '%s MiB of memory)' % (label, check['mig_mode'], gpu['name'], gpu.get('memory_total_mib'))]
+                else:
+                    errors = []
+            check['errors'] = errors
+            checks.append(check)
+        problems = [c for c in checks if c['errors']]
+        if problems:
+            reason = 'unknown_gpu_model' if all(c['unknown_model'] for c in problems) else 'invalid_layout'
+            self.fail('; '.join('layouts[%d]: %s' % (c['entry'], e) for c in problems for e in c['errors']),
+                      reason=reason, checks=checks)
+        self.module.exit_json(changed=False, actions=self.actions, checks=checks)
+
     def execute(self):
+        if self.module.params['validate_only']:
+            self.validate()
+            return
         gpus = self.read_gpus()
         targets = self.desired_layouts(gpus)
         self.check_mig_mode(targets)
@@ -426,6 +541,14 @@ class MigManager(object):
         return out
 
 
+def _mig_mode(gpu):
+    if gpu['mig_mode_current'] is None:
+        return 'unsupported'
+    if gpu['mig_mode_current']:
+        return 'enabled'
+    return 'pending' if gpu['mig_mode_pending'] else 'disabled'
+
+
 def _predicted(desired, profiles):
     ids = dict((p['name'], p['profile_id']) for p in profiles)
     return [{'gpu_instance_id': None, 'profile': name, 'profile_id': ids.get(name), 'placement': None,
@@ -443,6 +566,8 @@ def main():
             ),
         ),
         force=dict(type='bool', default=False),
+        validate_only=dict(type='bool', default=False),
+        gpu_profiles=dict(type='dict', default={}),
     )
     argument_spec.update(NVIDIA_SMI_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

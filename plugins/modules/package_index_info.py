@@ -17,6 +17,8 @@ description:
     C(Packages.gz) or C(Packages) file of a flat repository such as NVIDIA's CUDA and Container Toolkit
     repositories, or an rpm C(repodata/repomd.xml) and the primary list it names) and returns the versions it
     offers of the packages named, newest first.
+  - For a package the index does not have, it also returns the index's names that look like it (O(similar)), so that
+    a role can say what the repository offers instead of a name it does not carry.
   - Nothing is written on the host, no package manager runs and no repository is configured, so a role can check,
     before its first change, that a requested driver branch or package version exists in the repository it is
     about to configure.
@@ -43,6 +45,12 @@ options:
     type: list
     elements: str
     required: true
+  similar:
+    description:
+      - Return, in RV(similar), up to five names of the index that look like each package it does not have (a
+        misspelt name, or the same package for another release, such as C(cuda-toolkit-12-8) for C(cuda-toolkit-12-9)).
+    type: bool
+    default: true
   timeout:
     description: Seconds each download may take.
     type: int
@@ -81,6 +89,13 @@ packages:
   returned: success
   type: dict
   sample: {"nvidia-driver": ["580.95.05-1", "580.82.07-1", "570.195.03-1"]}
+similar:
+  description:
+    - Per package asked for that the index does not have, the index's names that look like it, most alike first
+      (empty when none does). Only with O(similar).
+  returned: success
+  type: dict
+  sample: {"nvidia-drvier-cuda": ["nvidia-driver-cuda", "nvidia-driver"]}
 index_url:
   description: The index file that was read.
   returned: success
@@ -96,8 +111,8 @@ from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.package_index import (
-    DEB_INDEX_NAMES, PackageIndexError, decompress, deb_versions, newest_first, repomd_primary_location,
-    rpm_versions)
+    DEB_INDEX_NAMES, PackageIndexError, close_names, decompress, deb_index, newest_first, repomd_primary_location,
+    rpm_index)
 
 # An index larger than this is not a package index (NVIDIA's biggest, CUDA's, is a few MiB compressed).
 MAX_INDEX_BYTES = 256 * 1024 * 1024
@@ -152,8 +167,8 @@ class IndexReader(object):
                 data = self.download(url)
             except NotFound:
                 continue
-            return url, deb_versions(to_text(decompress(name, data), errors='surrogate_or_replace'),
-                                     self.params['packages'])
+            return (url,) + deb_index(to_text(decompress(name, data), errors='surrogate_or_replace'),
+                                      self.params['packages'])
         self.module.fail_json(msg='%s has no package index (%s): url must be the directory of a flat apt repository '
                                   '(what a source line names with the suite "/")'
                                   % (self.base, ', '.join(DEB_INDEX_NAMES)), url=self.base)
@@ -171,15 +186,18 @@ class IndexReader(object):
             data = self.download(url)
         except NotFound:
             self.module.fail_json(msg='%s names %s, which does not exist' % (repomd, url), url=url)
-        return url, rpm_versions(decompress(location, data), self.params['packages'])
+        return (url,) + rpm_index(decompress(location, data), self.params['packages'])
 
     def read(self):
         try:
-            index_url, found = self.deb() if self.params['format'] == 'deb' else self.rpm()
+            index_url, found, every = self.deb() if self.params['format'] == 'deb' else self.rpm()
         except PackageIndexError as exc:
             self.module.fail_json(msg=to_native(exc), url=self.base)
-        return dict(index_url=index_url,
-                    packages=dict((name, newest_first(versions)) for name, versions in found.items()))
+        result = dict(index_url=index_url,
+                      packages=dict((name, newest_first(versions)) for name, versions in found.items()))
+        if self.params['similar']:
+            result['similar'] = dict((name, close_names(name, every)) for name in found if name not in every)
+        return result
 
 
 def main():
@@ -188,6 +206,7 @@ def main():
             url=dict(type='str', required=True),
             format=dict(type='str', choices=['deb', 'rpm'], default='deb'),
             packages=dict(type='list', elements='str', required=True),
+            similar=dict(type='bool', default=True),
             timeout=dict(type='int', default=30),
             retries=dict(type='int', default=2),
             delay=dict(type='int', default=5),

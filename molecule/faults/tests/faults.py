@@ -7,6 +7,8 @@ directory, so that the scenario's group and host variables apply), in an
 environment without Molecule's ANSIBLE_* settings. Every run's output is kept
 in $MOLECULE_EPHEMERAL_DIRECTORY/faults/<name>.log and named in a failure.
 """
+import functools
+import http.server
 import json
 import os
 import re
@@ -217,3 +219,48 @@ def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, time
     finally:
         timer.cancel()
     return Run(name, log, rc, "".join(lines), time.time() - started, state["killed"], state["timed_out"])
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # pylint: disable=arguments-differ
+        pass
+
+
+class Mirror(object):
+    """A mirror of the simulated CUDA repository, served over HTTP on loopback by
+    the test itself (the hosts share its network), laid out as NVIDIA's:
+    <root>/compute/cuda/repos/<distro>/x86_64 is a link to a directory of the
+    simulated repository's build. publish() swaps the link in one rename, as a
+    mirror's synchronisation replaces what it serves; the server answers
+    If-Modified-Since from the files' times, as a web server does."""
+
+    def __init__(self, name, port):
+        self.root = os.path.join(WORK, name)
+        self.port = port
+        self.server = None
+        self.thread = None
+
+    def __enter__(self):
+        os.makedirs(self.root, exist_ok=True)
+        self.server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", self.port), functools.partial(_QuietHandler, directory=self.root))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
+        return False
+
+    def publish(self, distro, directory):
+        """Serve directory as the distro's repository; return the URL a role is given."""
+        path = os.path.join("compute", "cuda", "repos", distro, "x86_64")
+        link = os.path.join(self.root, path)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.lexists(link + ".new"):
+            os.unlink(link + ".new")
+        os.symlink(directory, link + ".new")
+        os.replace(link + ".new", link)
+        return "http://127.0.0.1:%d/%s" % (self.port, path)

@@ -20,7 +20,9 @@ what it left) for the next:
   6. the dpkg lock held by another process: the upgrade waits and succeeds;
   7. the driver/library mismatch this leaves, and a driver that is not
      loaded: facts fail with the reason, site.yml skips what needs the
-     driver (reboot policy never), then reboots and converges (if_needed).
+     driver (reboot policy never), then reboots and converges (if_needed);
+  8. a mirror that gains a release after the converge: following the
+     security floor refreshes the package lists that lack it and installs it.
 """
 import concurrent.futures
 import json
@@ -32,7 +34,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
-    CONVERGE, HGX, HOSTS, L40S, ROLE, SCENARIO_DIR, WORK, active, main_pid, out, playbook, problems, put, sh,
+    CONVERGE, HGX, HOSTS, L40S, ROLE, SCENARIO_DIR, WORK, Mirror, active, main_pid, out, playbook, problems, put, sh,
     snapshot, wait_for)
 
 REPO_DIR = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
@@ -48,6 +50,8 @@ DOCKER_BEFORE = {"data-root": "/srv/docker", "live-restore": True, "log-driver":
                  "log-opts": {"max-file": "3", "max-size": "100m"}, "registry-mirrors": ["https://mirror.gcr.io"]}
 DRIVER_HELD = ("nvidia-driver", "nvidia-open", "nvidia-kernel-open-dkms", "libcuda1", "nvidia-smi")
 UNREACHABLE = "http://127.0.0.1:1"
+# Where case 8 serves its mirror (declared on the "# ports:" line of molecule.yml).
+MIRROR_PORT = 8790
 
 
 def task(name, role="nvidia_driver"):
@@ -387,3 +391,58 @@ def test_7_unusable_driver_facts_site_and_reboot_policy():
             assert active(host, unit) == "active", (host, unit)
         assert problems(host) == [], host
     assert driver_version(HGX).startswith("580.") and driver_version(L40S).startswith("570.")
+
+
+# --- 8. the mirror gains a release after the converge --------------------------
+
+def loaded_driver(host):
+    return out(host, "cat /run/nvidia-sim/loaded-driver").strip()
+
+
+def test_8_mirror_gains_a_release_and_the_security_floor_installs_it():
+    # L40S, at 570 since case 7. Its driver moves to branch 580 from a mirror
+    # served as it was before NVIDIA published 580.95.05 (the simulated
+    # repository's snapshot, tests/nvidia_sim/repo/catalog.py); the mirror then
+    # synchronises and serves 580.95.05 at the same URL. The source does not
+    # change, so nothing refreshed apt's lists since: preflight sees 580.95.05
+    # in the repository's own index, apt's lists do not have it.
+    host = L40S
+    repos = os.path.join("compute", "cuda", "repos", DISTRO[host], "x86_64")
+    older = os.path.join(REPO_DIR, "snapshots", "before-newest-drivers", repos)
+    assert os.path.isdir(older), "the simulated repository has no snapshot at %s: rebuild it" % older
+    with Mirror("8-mirror", MIRROR_PORT) as served:
+        url = served.publish(DISTRO[host], older)
+        inputs = {"fault_role": "nvidia_driver", "nvidia_driver_branch": "580", "nvidia_driver_repo_url": url,
+                  "nvidia_driver_reboot_policy": "if_needed",
+                  # The release the mirror gains is the one that fixes the branch.
+                  "nvidia_driver_security_floors": {"580": "580.95.05"}}
+        converge = playbook("8a-converge-from-the-mirror", ROLE, limit=host, extra=inputs)
+        assert converge.ok([host]), converge
+        assert (driver_version(host), loaded_driver(host)) == ("580.82.07", "580.82.07"), converge
+
+        served.publish(DISTRO[host], os.path.join(REPO_DIR, repos))
+        lists = out(host, "LC_ALL=C apt-cache madison nvidia-driver")
+        assert "580.82.07" in lists and "580.95.05" not in lists, lists
+        before = snapshot(host)
+
+        follow = playbook("8b-follow-the-security-floor", ROLE, limit=host,
+                          extra=dict(inputs, nvidia_driver_follow_security_floor=True))
+        assert follow.ok([host]), follow
+        # The lists were refreshed because they lacked the release, and it was installed.
+        refreshed = r"Refreshed the package lists of \S+: they lack [^\n\"]*\bnvidia-driver 580\.95\.05\b"
+        assert re.search(refreshed, follow.text), follow
+        assert driver_version(host) == "580.95.05", (driver_version(host), follow)
+        assert loaded_driver(host) == "580.95.05", follow
+        assert set(DRIVER_HELD) <= set(out(host, "apt-mark showhold").split()), host
+        after = snapshot(host)
+        assert after["packages"] != before["packages"], "the driver packages did not change"
+        assert problems(host) == [], host
+
+    # The mirror is gone with the case: the source names the simulated repository again, and apt works.
+    back = playbook("8c-back-to-the-repository", ROLE, limit=host,
+                    extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "580"})
+    assert back.ok([host]), back
+    assert back.changed(host) > 0, back
+    sh(host, "apt-get update -qq")
+    assert driver_version(host) == "580.95.05"
+    assert problems(host) == [], host

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import aptrepo
 import catalog
@@ -105,14 +106,14 @@ def _build_debs(packages, payload_dir, staging, jobs):
 
 
 def _populate(packages, debs, staging):
-    """Link each .deb into the repository directories of its groups."""
+    """Link each .deb into the repository directories of its groups (and their snapshots)."""
     dirs = catalog.repository_dirs()
     manifest = {}
     for index, package in enumerate(packages):
         for group in package.repos:
             if group not in dirs:
                 raise BuildError("%s: unknown repository group %r" % (package.name, group))
-            for rel in dirs[group]:
+            for rel in dirs[group] + catalog.snapshot_dirs(package, group):
                 target = os.path.join(staging, rel)
                 os.makedirs(target, exist_ok=True)
                 entries = manifest.setdefault(rel, [])
@@ -127,6 +128,7 @@ def _populate(packages, debs, staging):
 
 
 def _index_and_sign(staging, manifest, cuda_key, ctk_key):
+    built = time.time()
     for rel in manifest:
         directory = os.path.join(staging, rel)
         aptrepo.write_packages(directory)
@@ -134,10 +136,17 @@ def _index_and_sign(staging, manifest, cuda_key, ctk_key):
             aptrepo.write_release(directory, "NVIDIA", "NVIDIA Container Toolkit", "amd64")
             ctk_key.sign_release(directory)
         else:
-            aptrepo.write_release(directory, "NVIDIA", "NVIDIA CUDA", "x86_64")
+            # A snapshot is the mirror's older copy: its Release date and its
+            # files' times (what apt's If-Modified-Since compares) come before the build's.
+            snapshot = rel.startswith(catalog.SNAPSHOT_ROOT + "/")
+            dated = built - catalog.SNAPSHOT_AGE if snapshot else None
+            aptrepo.write_release(directory, "NVIDIA", "NVIDIA CUDA", "x86_64", now=dated)
             cuda_key.sign_release(directory)
             # NVIDIA publishes the archive key next to the packages as <keyid>.pub.
             _write(os.path.join(directory, cuda_key.short_id + ".pub"), cuda_key.armored())
+            if snapshot:
+                for name in ("Packages", "Packages.gz", "Release", "InRelease", "Release.gpg"):
+                    os.utime(os.path.join(directory, name), (dated, dated))
 
 
 def _write_container_toolkit_extras(staging, ctk_key, base_url):

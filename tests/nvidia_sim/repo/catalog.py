@@ -17,6 +17,16 @@ CUDA_DISTROS = ("debian12", "debian13")
 CUDA_REPO_DIR = "compute/cuda/repos/%s/x86_64"
 CONTAINER_TOOLKIT_DIR = "libnvidia-container/stable/deb/amd64"
 
+# A signed copy of each CUDA repository as it was before NVIDIA published the
+# newest release of every driver branch that has two: what a mirror served at
+# the last converge, before it gained a release. The fault suite serves it,
+# then the full directory at the same URL (molecule/faults, "the mirror gains
+# a release"). Its index is dated SNAPSHOT_AGE seconds before the build, as a
+# mirror's older copy is: apt asks for a newer one (If-Modified-Since).
+SNAPSHOT_ROOT = "snapshots/before-newest-drivers"
+SNAPSHOT_DIR = SNAPSHOT_ROOT + "/" + CUDA_REPO_DIR
+SNAPSHOT_AGE = 2 * 3600
+
 # Driver branch -> versions, oldest first; two versions allow in-branch upgrades.
 DRIVER_BRANCHES = {
     "535": ("535.261.03",),
@@ -159,6 +169,23 @@ def keyring_packages(keyring, keyid, year, base_url):
     return [catalog_tools.cuda_keyring(distro, CUDA_KEYRING_VERSION, keyring, keyid, year,
                                        "%s/%s/" % (base_url.rstrip("/"), CUDA_REPO_DIR % distro))
             for distro in CUDA_DISTROS]
+
+
+def newest_driver_releases():
+    """The release each snapshot leaves out: the newest of every branch that has two."""
+    return tuple(sorted(versions[-1] for versions in DRIVER_BRANCHES.values() if len(versions) > 1))
+
+
+def snapshot_dirs(package, group):
+    """The snapshot directories that carry package of repository group (none for the newest releases)."""
+    upstream = package.version.split(":")[-1].rsplit("-", 1)[0]
+    if upstream in newest_driver_releases():
+        return []
+    if group == "cuda":
+        return [SNAPSHOT_DIR % d for d in CUDA_DISTROS]
+    if group.startswith("cuda:"):
+        return [SNAPSHOT_DIR % group.split(":", 1)[1]]
+    return []
 
 
 def repository_dirs():

@@ -37,7 +37,14 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs.cases import CASES
+from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs import (
+    cases, cases_mig, cases_packages, cases_services, cases_trust)
+
+# The hand-written table, by topic: forms and types (cases.py), MIG layouts
+# and the driver's hardening, packages in the repository's index, DCGM and
+# exporter listeners, TLS and sockets, and key pinning.
+TOPICS = (cases, cases_mig, cases_packages, cases_services, cases_trust)
+CASES = [case for topic in TOPICS for case in topic.CASES]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 VALIDATION_TASK = 'Validating arguments against arg spec'
@@ -63,15 +70,20 @@ def _early_task_names():
             if any(action in task for action in EARLY_ACTIONS):
                 names.add(task['name'])
 
+    # Every entry point starts by converting its inputs (the "Inputs" task).
+    names.add('Inputs')
     for path in glob.glob(os.path.join(REPO_ROOT, 'roles', '*', 'tasks', '*.yml')):
         name = os.path.basename(path)
         with open(path) as handle:
             tasks = yaml.safe_load(handle) or []
-        # Preflight files, and the first check of the drain role's entry points.
-        if name in ('preflight.yml', 'request.yml'):
+        # Preflight files (and what they import to check the repository's
+        # index and URL), and the first check of the drain role's entry points.
+        if name in ('preflight.yml', 'request.yml', 'cuda_platform.yml') or path.endswith('/dcgm/tasks/packages.yml'):
             walk(tasks)
-        elif '/roles/drain/' in path and tasks and 'gpufleet.nvidia.check_inputs' in tasks[0]:
-            names.add(tasks[0]['name'])
+        elif '/roles/drain/' in path:
+            checks = [task for task in tasks or [] if task.get('name') != 'Inputs'][:1]
+            if checks and 'gpufleet.nvidia.check_inputs' in checks[0]:
+                names.add(checks[0]['name'])
     return names
 
 
@@ -105,7 +117,7 @@ def placeholders(tmp_path_factory):
     ctk = os.path.join(root, 'ctk')
     _flat_repository(os.path.join(ctk, 'stable', 'deb', 'amd64'),
                      [('nvidia-container-toolkit-base', v) for v in ('1.18.2-1', '1.18.0-1', '1.17.8-1')])
-    return {
+    found = {
         '@SYS_H100@': _fake_gpu(os.path.join(root, 'sys-h100'), '0x2330'),
         '@SYS_V100@': _fake_gpu(os.path.join(root, 'sys-v100'), '0x1db4'),
         '@SYS_B200@': _fake_gpu(os.path.join(root, 'sys-b200'), '0x2901'),
@@ -118,6 +130,10 @@ def placeholders(tmp_path_factory):
         '@TLS_CERT@': _file(os.path.join(root, 'exporter.crt'), 0o644),
         '@MISSING@': os.path.join(root, 'missing'),
     }
+    for topic in TOPICS:
+        if hasattr(topic, 'fixtures'):
+            found.update(topic.fixtures(root))
+    return found
 
 
 def _fill(value, placeholders):

@@ -55,14 +55,16 @@ def test_syntax(playbook):
 
 
 def test_batches_come_from_variables():
-    play = _load(UPGRADE)[0]
-    assert play['serial'] == "{{ gpufleet_upgrade_serial | default(1) }}"
-    assert play['max_fail_percentage'] == "{{ gpufleet_upgrade_max_fail_percentage | default(0) }}"
+    check, play = _load(UPGRADE)[:2]
+    # The first play checks them before any node is touched (test_inputs_read_once.py, and the runs below).
+    assert check['hosts'] == play['hosts'] and check['any_errors_fatal'] is True
+    assert play['serial'] == "{{ gpufleet_upgrade_serial | default(1) | string | trim }}"
+    assert play['max_fail_percentage'] == "{{ gpufleet_upgrade_max_fail_percentage | default(0) | string | trim }}"
     assert play['order'] == "{{ gpufleet_upgrade_order | default('inventory') }}"
 
 
 def test_steps_in_order_and_the_rescue_records_the_failure():
-    play = _load(UPGRADE)[0]
+    play = _load(UPGRADE)[1]
     block = [t for t in play['tasks'] if 'block' in t and 'rescue' in t][0]
     steps = [(t.get('ansible.builtin.include_role', {}).get('name', ''),
               t.get('ansible.builtin.include_role', {}).get('tasks_from', '')) for t in block['block']]
@@ -81,7 +83,7 @@ def test_steps_in_order_and_the_rescue_records_the_failure():
     install, reboot = [t for t in block['block'] if t.get('ansible.builtin.include_role', {}).get('name', '')
                        == 'gpufleet.nvidia.nvidia_driver']
     assert install['vars'] == {'nvidia_driver_reboot_policy': 'never'}
-    assert 'gpufleet_upgrade_reboot_policy' in reboot['vars']['nvidia_driver_reboot_policy']
+    assert '__gpufleet_upgrade_inputs.reboot_policy' in reboot['vars']['nvidia_driver_reboot_policy']
     health = [t for t in block['block'] if t.get('name') == 'Verify the node\'s health'][0]
     assert health['block'][0]['ansible.builtin.include_role']['name'] == 'gpufleet.nvidia.health'
     assert 'gpu_health.healthy' in health['block'][1]['ansible.builtin.assert']['that']
@@ -107,7 +109,7 @@ def test_the_package_step_has_a_rescue_that_puts_the_node_back():
 
 
 def test_site_skips_what_needs_the_loaded_driver_while_a_reboot_is_pending():
-    tasks = dict((t['name'], t) for t in _load(SITE)[1]['tasks'])
+    tasks = dict((t['name'], t) for t in _load(SITE)[2]['tasks'])
     guard = 'not (nvidia_driver_reboot_required | default(false) | bool)'
     for name in ('MIG layout where one is defined', 'NVIDIA Container Toolkit', 'DCGM host engine',
                  'DCGM exporter for Prometheus'):
@@ -144,14 +146,44 @@ def _hosts_run(output):
     return sorted(set(re.findall(r'^(?:ok|fatal|changed|skipping): \[([^\]]+)\]', output, re.M)))
 
 
-def test_a_failing_batch_stops_the_run(local_fleet):
+def _upgrade_play(output):
+    """The output of the upgrade play itself, after the play that checks the inputs."""
+    return output.split('PLAY [Rolling NVIDIA driver upgrade]', 1)[1] if 'PLAY [Rolling NVIDIA driver upgrade]' in output else ''
+
+
+def test_a_failing_batch_stops_the_run(local_fleet, tmp_path):
     inventory, env = local_fleet(['n1', 'n2', 'n3', 'n4'])
-    # Every node fails the first check: only the first batch (50% = 2 nodes, from the end) runs.
-    extravars = {'nvidia_driver_branch': 'x', 'gpufleet_upgrade_serial': '50%', 'gpufleet_upgrade_order': 'reverse_inventory'}
+    # Every node fails to drain (the hook's command fails): only the first
+    # batch (50% = 2 nodes, from the end) runs.
+    extravars = {'nvidia_driver_branch': '580', 'gpufleet_upgrade_serial': '50%',
+                 'gpufleet_upgrade_order': 'reverse_inventory', 'gpufleet_upgrade_drain': 'command',
+                 'drain_command': ['/bin/false'], 'drain_undrain_command': ['/bin/true']}
     proc = _play([UPGRADE, '-i', inventory, '-e', json.dumps(extravars)], **env)
     assert proc.returncode != 0
-    assert _hosts_run(proc.stdout) == ['n3', 'n4'], proc.stdout
-    assert 'nvidia_driver_branch must name the branch to move to' in proc.stdout
+    assert _hosts_run(_upgrade_play(proc.stdout)) == ['n3', 'n4'], proc.stdout
+    assert 'stays drained' in proc.stdout
+
+
+@pytest.mark.parametrize('extravars, named', [
+    ({'nvidia_driver_branch': 'x'}, 'nvidia_driver_branch must name the branch to move to'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_serial': '0'}, 'gpufleet_upgrade_serial must be a number'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_serial': '-1'}, 'gpufleet_upgrade_serial must be a number'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_serial': 'abc'}, 'gpufleet_upgrade_serial must be a number'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_max_fail_percentage': '101'},
+     'gpufleet_upgrade_max_fail_percentage must be a percentage'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_order': 'Sorted'}, 'gpufleet_upgrade_order must be one of'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_drain': 'slurm'}, 'drain_slurm_controller must name'),
+    ({'nvidia_driver_branch': '580', 'gpufleet_upgrade_verify_health': 'maybe'},
+     'gpufleet_upgrade_verify_health must be a boolean'),
+], ids=['branch', 'serial-0', 'serial-minus-1', 'serial-abc', 'max-fail-101', 'order-case', 'slurm-no-controller',
+        'verify-maybe'])
+def test_a_bad_input_stops_the_run_before_any_node_is_touched(local_fleet, extravars, named):
+    inventory, env = local_fleet(['n1', 'n2', 'n3'])
+    proc = _play([UPGRADE, '-i', inventory, '-e', json.dumps(extravars)], **env)
+    assert proc.returncode != 0
+    assert named in proc.stdout, proc.stdout
+    assert 'Unexpected Exception' not in proc.stdout
+    assert _upgrade_play(proc.stdout) == '', proc.stdout
 
 
 def test_nodes_on_the_requested_driver_are_left_alone(local_fleet):

@@ -16,6 +16,8 @@ import os
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.typed_inputs import convert_all
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLES_DIR = os.path.join(REPO_ROOT, 'roles')
 # Every role of the collection, so that a new role is covered by the generic checks.
@@ -85,12 +87,52 @@ def plain(value):
 
 def render(value, variables):
     """value rendered by Ansible's templar with variables (not converted to plain values)."""
-    return Templar(loader=LOADER, variables=variables).template(value)
+    return Templar(loader=LOADER, variables=_resolved(variables)).template(value)
+
+
+class TypedInputs(object):
+    """Stands for __<role>_inputs until a value is rendered: then it becomes what the role's entry task sets,
+    converted by the same code (typed_inputs.convert_all) from the variables as they are at that moment, so
+    that inputs a test sets after role_variables() are converted too."""
+
+    def __init__(self, role):
+        self.role = role
+
+    def resolve(self, variables):
+        options = {}
+        specs = entry_points(self.role)
+        for name in sorted(specs):
+            options.update(specs[name].get('options') or {})
+        templar = Templar(loader=LOADER, variables=variables)
+
+        def read(name):
+            if name not in variables:
+                return False, None
+            return True, plain(templar.template(variables[name]))
+
+        typed, errors = convert_all(options, read, self.role + '_')
+        # A test that renders one variable need not set every required input.
+        errors = [error for error in errors if not error.endswith(' is required')]
+        if errors:
+            raise ValueError('; '.join(errors))
+        return typed
+
+
+def _resolved(variables):
+    if not any(isinstance(value, TypedInputs) for value in variables.values()):
+        return variables
+    resolved = dict(variables)
+    for name, value in variables.items():
+        if isinstance(value, TypedInputs):
+            resolved[name] = value.resolve(variables)
+    return resolved
 
 
 def role_variables(role, *vars_files):
-    """The role's defaults overlaid with the named files of its vars/, all trusted as templates."""
+    """The role's defaults overlaid with the named files of its vars/, all trusted as templates, and the
+    typed inputs the role's entry task sets."""
     variables = dict(trust(defaults(role)))
+    variables['__%s_inputs' % role] = TypedInputs(role)
     for name in vars_files:
         variables.update(trust(load(role, 'vars', name)))
     return variables

@@ -279,8 +279,10 @@ def _broken_rules(role, task_name, **inputs):
 
     broken = []
     for rule in task['gpufleet.nvidia.check_inputs']['rules']:
+        # Ansible renders every rule's message with the task's arguments, broken or not.
+        msg = _render(_trust(rule['msg']), variables)
         if holds(rule.get('when', [])) and not holds(rule['that']):
-            broken.append((rule['var'], _render(_trust(rule['msg']), variables)))
+            broken.append((_render(_trust(rule['var']), variables), msg))
     return broken
 
 
@@ -365,7 +367,8 @@ def test_each_bad_input_breaks_the_rule_that_names_it(role, task_name, inputs, v
      {'__dcgm_driver_ready': True, '__dcgm_driver_cuda_major': '13', '__dcgm_smi': {'driver': {'cuda_version': '13.0'}},
       '__dcgm_legacy_installed': ['datacenter-gpu-manager'], 'dcgm_remove_legacy': True}),
     ('dcgm_exporter', 'Check the inputs', {}),
-    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_extra_counters': [METRIC], 'dcgm_exporter_hostengine': 'unix:///run/e',
+    ('dcgm_exporter', 'Check the inputs', {'dcgm_exporter_extra_counters': [METRIC],
+                                           'dcgm_exporter_hostengine': 'unix:///run/nvidia-dcgm/engine.sock',
                                            'dcgm_exporter_web_config': {'basic_auth_users': {'prometheus': BCRYPT}},
                                            'dcgm_exporter_verify_username': 'prometheus',
                                            'dcgm_exporter_verify_password': 'x'}),
@@ -381,10 +384,288 @@ def test_good_inputs_break_no_rule(role, task_name, inputs):
 def test_the_web_configuration_is_never_shown():
     # An excerpt of the value would show the bcrypt hashes: every rule about it is secret (the message still
     # names the variable), and the task that writes it logs nothing.
-    for task_name in ('Check the web configuration', "Check the TLS files exist and the key is root's alone"):
+    for task_name in ('Check the web configuration', TLS_CHECK):
         rules = _task('dcgm_exporter', 'preflight.yml', task_name)['gpufleet.nvidia.check_inputs']['rules']
         assert all(rule.get('secret') is True for rule in rules if rule['var'] == 'dcgm_exporter_web_config'), task_name
     assert _task('dcgm_exporter', 'configure.yml', 'Write the web configuration (TLS, basic auth)')['no_log'] is True
+
+
+# --- listeners in extra arguments, socket places, ports, units and paths --------------------
+
+@pytest.mark.parametrize('args, words', [
+    (['--bind-interface', 'ALL'], 'dcgm_listen_address'),
+    (['-b', '0.0.0.0'], 'dcgm_listen_address'),
+    (['--bind-interface=ALL'], 'dcgm_listen_address'),
+    (['--denylist-modules', '3', '-p', '5556'], 'dcgm_port'),
+    (['--port=5556'], 'dcgm_port'),
+    (['--domain-socket', '/tmp/nv-hostengine'], 'dcgm_unix_socket'),
+    # -d alone: nv-hostengine's default socket, /tmp/nv-hostengine.
+    (['-d'], 'dcgm_unix_socket'),
+    (['--service-account', 'root'], 'dcgm_service_account'),
+    (['-n'], 'foreground'),
+    (['--term'], 'stops a running engine'),
+])
+def test_dcgm_extra_args_may_not_set_the_listener(args, words):
+    broken = _broken_rules('dcgm', 'Check the inputs', dcgm_extra_args=args)
+    assert [name for name, _msg in broken] == ['dcgm_extra_args'], broken
+    assert words in broken[0][1]
+    # The message says which argument it refuses.
+    assert [a for a in args if a.startswith('-') and a != '--denylist-modules'][0] in broken[0][1]
+
+
+@pytest.mark.parametrize('args, words', [
+    (['-a', '0.0.0.0:9400'], 'dcgm_exporter_listen_address'),
+    (['--address', ':9400'], 'dcgm_exporter_listen_address'),
+    (['-a=:9400'], 'dcgm_exporter_listen_address'),
+    (['--address=:9400'], 'dcgm_exporter_listen_address'),
+    # Go's flag parser takes one dash for a long name too.
+    (['-address', ':9400'], 'dcgm_exporter_listen_address'),
+    (['--web-systemd-socket'], 'systemd socket units'),
+    (['--web-config-file', '/etc/dcgm-exporter/open.yml'], 'dcgm_exporter_web_config'),
+    (['--config-file=/etc/dcgm-exporter/config.yaml'], 'configuration file'),
+    (['-r', 'localhost:5555'], 'dcgm_exporter_hostengine'),
+    (['--kubernetes', '--collect-interval=10'], 'dcgm_exporter_collect_interval'),
+    (['-f', '/etc/dcgm-exporter/default-counters.csv'], 'dcgm_exporter_counters'),
+])
+def test_exporter_extra_args_may_not_set_the_listener(args, words):
+    broken = _broken_rules('dcgm_exporter', 'Check the inputs', dcgm_exporter_extra_args=args)
+    assert [name for name, _msg in broken] == ['dcgm_exporter_extra_args'], broken
+    assert words in broken[0][1]
+    assert 'TLS and basic auth' in broken[0][1]
+
+
+@pytest.mark.parametrize('role, inputs', [
+    ('dcgm', {'dcgm_extra_args': ['--denylist-modules', '3', '--log-level', 'WARN', '--pid', '/run/nvhostengine.pid']}),
+    ('dcgm', {'dcgm_extra_args': ['--home-dir', '/var/lib/dcgm', '--log-filename', '/var/log/nv-hostengine.log']}),
+    ('dcgm_exporter', {'dcgm_exporter_extra_args': ['--kubernetes', '-d', 'g', '--no-hostname', '--web-read-timeout',
+                                                    '10s', '--enable-dcgm-log', '--address-family-is-no-flag']}),
+])
+def test_extra_args_that_set_no_listener_pass(role, inputs):
+    assert _broken_rules(role, 'Check the inputs', **inputs) == []
+
+
+@pytest.mark.parametrize('socket', [
+    '/tmp/nv-hostengine.sock', '/var/tmp/nv-hostengine.sock', '/dev/shm/nv-hostengine.sock',
+    # Shared directories of /run: systemd would chmod them and delete them when the engine stops.
+    '/run/lock/nv-hostengine.sock', '/run/systemd/nv-hostengine.sock', '/run/nv-hostengine.sock',
+    # The exporter's own runtime directory; deeper than one level; through the /var/run link.
+    '/run/nvidia-dcgm-exporter/nv-hostengine.sock', '/run/nvidia-dcgm/sub/nv-hostengine.sock',
+    '/var/run/nvidia-dcgm/nv-hostengine.sock', '/run/nvidia-dcgm/..', '/var/lib/dcgm/engine.sock',
+])
+def test_a_socket_only_where_systemd_makes_the_engine_a_directory(socket):
+    broken = _broken_rules('dcgm', 'Check the inputs', dcgm_unix_socket=socket)
+    assert [name for name, _msg in broken] == ['dcgm_unix_socket'], broken
+    assert '/run/nvidia-dcgm/nv-hostengine.sock' in broken[0][1]
+    # The exporter, reading the same socket, refuses it too, naming where it comes from.
+    for inputs, var in [({'dcgm_unix_socket': socket}, 'dcgm_unix_socket'),
+                        ({'dcgm_exporter_hostengine': 'unix://' + socket}, 'dcgm_exporter_hostengine')]:
+        broken = _broken_rules('dcgm_exporter', 'Check the inputs', **inputs)
+        assert [name for name, _msg in broken] == [var], (inputs, broken)
+        assert socket in broken[0][1] and 'private /tmp' in broken[0][1]
+
+
+@pytest.mark.parametrize('socket', ['/run/nvidia-dcgm/nv-hostengine.sock', '/run/dcgm/engine', '/run/nvidia-dcgm-2/x.sock'])
+def test_sockets_in_the_engines_own_directory_pass(socket):
+    assert _broken_rules('dcgm', 'Check the inputs', dcgm_unix_socket=socket) == []
+    assert _broken_rules('dcgm_exporter', 'Check the inputs', dcgm_unix_socket=socket) == []
+    assert _expr('dcgm', '__dcgm_runtime_directory', dcgm_unix_socket=socket) == socket.split('/')[2]
+
+
+def test_both_roles_hold_the_socket_to_the_same_place():
+    assert _expr('dcgm', '__dcgm_socket_pattern') == _expr('dcgm_exporter', '__dcgm_exporter_socket_pattern')
+
+
+@pytest.mark.parametrize('inputs, clash', [
+    # The exporter's port as the inventory sets it (raw, as INI gives it), or its default when the play runs it.
+    ({'dcgm_unix_socket': '', 'dcgm_port': 9401, 'dcgm_exporter_port': '9401'}, True),
+    ({'dcgm_unix_socket': '', 'dcgm_port': 9400, 'ansible_play_role_names': ['gpufleet.nvidia.dcgm', 'gpufleet.nvidia.dcgm_exporter']},
+     True),
+    ({'dcgm_unix_socket': '', 'dcgm_port': 9400, 'ansible_play_role_names': ['dcgm', 'dcgm_exporter']}, True),
+    # No exporter on this host that the role can see; or no TCP port at all.
+    ({'dcgm_unix_socket': '', 'dcgm_port': 9400, 'ansible_play_role_names': ['gpufleet.nvidia.dcgm']}, False),
+    ({'dcgm_port': 9400, 'dcgm_exporter_port': 9400}, False),
+    ({'dcgm_unix_socket': '', 'dcgm_port': 5555, 'dcgm_exporter_port': 9400}, False),
+])
+def test_dcgm_port_may_not_be_the_exporters(inputs, clash):
+    broken = _broken_rules('dcgm', 'Check the inputs', **inputs)
+    assert [name for name, _msg in broken] == (['dcgm_port'] if clash else []), broken
+    if clash:
+        assert 'dcgm_exporter_port' in broken[0][1]
+
+
+@pytest.mark.parametrize('inputs, clash, words', [
+    ({'dcgm_unix_socket': '', 'dcgm_port': 9400}, True, 'dcgm_port'),
+    # dcgm_port raw from an INI inventory.
+    ({'dcgm_unix_socket': '', 'dcgm_port': '9401', 'dcgm_exporter_port': 9401}, True, 'dcgm_port'),
+    ({'dcgm_exporter_hostengine': '127.0.0.1:9400'}, True, 'dcgm_exporter_hostengine 127.0.0.1:9400'),
+    ({'dcgm_exporter_hostengine': '[::1]:9400'}, True, 'dcgm_exporter_hostengine'),
+    ({'dcgm_exporter_hostengine': 'gpu01:9400', 'inventory_hostname': 'gpu01'}, True, 'dcgm_exporter_hostengine'),
+    ({'dcgm_exporter_hostengine': '10.0.0.5:9400', 'ansible_facts': dict(DEBIAN_12, all_ipv4_addresses=['10.0.0.5'])},
+     True, 'dcgm_exporter_hostengine'),
+    # An engine on another host; an engine on its socket; another port.
+    ({'dcgm_exporter_hostengine': 'gpu-mgmt:9400'}, False, ''),
+    ({'dcgm_port': 9400}, False, ''),
+    ({'dcgm_unix_socket': '', 'dcgm_port': 5555}, False, ''),
+])
+def test_exporter_port_may_not_be_the_host_engines(inputs, clash, words):
+    broken = _broken_rules('dcgm_exporter', 'Check the inputs', **inputs)
+    assert [name for name, _msg in broken] == (['dcgm_exporter_port'] if clash else []), broken
+    if clash:
+        assert words in broken[0][1]
+
+
+@pytest.mark.parametrize('role, inputs, var, words', [
+    # Milliseconds: 30 meant seconds, 30000000 microseconds.
+    ('dcgm_exporter', {'dcgm_exporter_collect_interval': 99}, 'dcgm_exporter_collect_interval', '100 to 3600000'),
+    ('dcgm_exporter', {'dcgm_exporter_collect_interval': 30}, 'dcgm_exporter_collect_interval', 'milliseconds'),
+    ('dcgm_exporter', {'dcgm_exporter_collect_interval': 30000000}, 'dcgm_exporter_collect_interval', 'milliseconds'),
+    ('dcgm_exporter', {'dcgm_exporter_package_lock_timeout': 0}, 'dcgm_exporter_package_lock_timeout', '1 to 86400'),
+    ('dcgm', {'dcgm_package_lock_timeout': 0}, 'dcgm_package_lock_timeout', '1 to 86400'),
+    ('dcgm', {'dcgm_package_lock_timeout': 300000}, 'dcgm_package_lock_timeout', 'seconds'),
+    # Paths must be absolute.
+    ('dcgm', {'dcgm_nvswitch_devices_path': 'proc/driver/nvidia-nvswitch/devices'}, 'dcgm_nvswitch_devices_path',
+     'absolute'),
+    ('dcgm_exporter', {'dcgm_exporter_verify_ca_path': 'ca.crt'}, 'dcgm_exporter_verify_ca_path', 'absolute'),
+])
+def test_units_and_paths(role, inputs, var, words):
+    broken = _broken_rules(role, 'Check the inputs', **inputs)
+    assert [name for name, _msg in broken] == [var], broken
+    assert words in broken[0][1]
+
+
+@pytest.mark.parametrize('interval', [100, 30000, 3600000])
+def test_exporter_intervals_in_range_pass(interval):
+    assert _broken_rules('dcgm_exporter', 'Check the inputs', dcgm_exporter_collect_interval=interval) == []
+
+
+def test_relative_tls_paths_are_refused():
+    config = {'tls_server_config': {'cert_file': '/etc/dcgm-exporter/tls.crt', 'key_file': 'tls.key'},
+              'basic_auth_users': {'prometheus': BCRYPT}}
+    broken = _broken_rules('dcgm_exporter', 'Check the web configuration', dcgm_exporter_web_config=config)
+    assert [name for name, _msg in broken] == ['dcgm_exporter_web_config'], broken
+    assert 'not absolute: key_file' in broken[0][1]
+    # The message never shows the configuration (it holds the hashes).
+    assert BCRYPT not in broken[0][1]
+
+
+# --- dcgm_exporter: the TLS pair, read on the host before any restart ---------------------
+
+TLS_CHECK = "Check the TLS files exist, the key is root's alone and belongs to a certificate in its validity"
+TLS_READ = "Read whether the TLS key belongs to the certificate, and the certificate's validity"
+
+
+@pytest.fixture(scope='module')
+def tls_files(tmp_path_factory):
+    """Self-signed certificates and keys: a matching pair, keys of other certificates (same and other type),
+    an expired certificate, one not valid yet, one valid past 2049 (GeneralizedTime), an encrypted key, a DER
+    certificate and a chain whose first certificate is the key's."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import NameOID
+
+    root = tmp_path_factory.mktemp('tls')
+    now = datetime.datetime.now(datetime.timezone.utc)
+    day = datetime.timedelta(days=1)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, u'127.0.0.1')])
+    key, other = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def certificate(owner, start, end):
+        return (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(owner.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+                .sign(owner, hashes.SHA256()))
+
+    def pem(cert):
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    def private(owner, encryption=serialization.NoEncryption()):
+        return owner.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+
+    files = {
+        'good.crt': pem(certificate(key, now - day, now + 30 * day)),
+        'chain.crt': pem(certificate(key, now - day, now + 30 * day)) + pem(certificate(other, now - day, now + day)),
+        'expired.crt': pem(certificate(key, now - 30 * day, now - day)),
+        'future.crt': pem(certificate(key, now + day, now + 30 * day)),
+        'y2060.crt': pem(certificate(key, now - day, datetime.datetime(2060, 1, 1, tzinfo=datetime.timezone.utc))),
+        'der.crt': certificate(key, now - day, now + day).public_bytes(serialization.Encoding.DER),
+        'good.key': private(key),
+        'other.key': private(other),
+        'rsa.key': private(rsa_key),
+        'encrypted.key': private(key, serialization.BestAvailableEncryption(b'secret')),
+    }
+    for file_name, data in files.items():
+        (root / file_name).write_bytes(data)
+    return str(root)
+
+
+def _tls_read(tls_files, cert, key):
+    """What the role's read prints for the pair, run here with this Python (the host's, on a host)."""
+    import subprocess
+    import sys
+    script = _expr('dcgm_exporter', '__dcgm_exporter_tls_check_script')
+    result = subprocess.run([sys.executable, '-c', script, os.path.join(tls_files, cert), os.path.join(tls_files, key)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    return {'rc': result.returncode, 'stdout': result.stdout, 'stderr': result.stderr}
+
+
+def _tls_broken(tls_files, cert, key, read=None):
+    cert_path, key_path = os.path.join(tls_files, cert), os.path.join(tls_files, key)
+    files = dict((path, {'exists': True, 'type': 'file', 'owner': 'root', 'mode': '0600'}) for path in (cert_path, key_path))
+    return _broken_rules('dcgm_exporter', TLS_CHECK, ansible_check_mode=False,
+                         dcgm_exporter_web_config={'tls_server_config': {'cert_file': cert_path, 'key_file': key_path}},
+                         __dcgm_exporter_state={'files': files},
+                         __dcgm_exporter_tls_read=read if read is not None else _tls_read(tls_files, cert, key))
+
+
+@pytest.mark.parametrize('cert, key, words', [
+    ('good.crt', 'other.key', 'key_file that does not belong to its certificate'),
+    ('good.crt', 'rsa.key', 'key_file that does not belong to its certificate'),
+    ('chain.crt', 'other.key', 'key_file that does not belong to its certificate'),
+    ('good.crt', 'encrypted.key', 'key_file that cannot be loaded with its certificate'),
+    ('expired.crt', 'good.key', 'has an expired tls_server_config.cert_file'),
+    ('future.crt', 'good.key', 'cert_file not valid yet'),
+    ('der.crt', 'good.key', 'cert_file that holds no PEM certificate'),
+    ('good.key', 'good.key', 'cert_file that holds no PEM certificate'),
+])
+def test_a_tls_pair_that_would_fail_after_the_restart_is_refused(tls_files, cert, key, words):
+    broken = _tls_broken(tls_files, cert, key)
+    assert broken and set(name for name, _msg in broken) == {'dcgm_exporter_web_config'}, broken
+    assert any(words in msg for _name, msg in broken), broken
+    assert any(os.path.join(tls_files, cert) in msg for _name, msg in broken), broken
+
+
+@pytest.mark.parametrize('cert', ['good.crt', 'chain.crt', 'y2060.crt'])
+def test_a_matching_pair_in_its_validity_passes(tls_files, cert):
+    read = _tls_read(tls_files, cert, 'good.key')
+    assert read['rc'] == 0 and json.loads(read['stdout'])['pair'] == 'ok', read
+    assert _tls_broken(tls_files, cert, 'good.key', read) == []
+
+
+def test_the_certificates_dates_are_read_from_its_encoding(tls_files):
+    from cryptography import x509
+    with open(os.path.join(tls_files, 'y2060.crt'), 'rb') as handle:
+        expected = x509.load_pem_x509_certificate(handle.read())
+    read = json.loads(_tls_read(tls_files, 'y2060.crt', 'good.key')['stdout'])
+    assert read['not_after'] == int(expected.not_valid_after_utc.timestamp())
+    assert read['not_before'] == int(expected.not_valid_before_utc.timestamp())
+    assert read['not_after_text'] == '2060-01-01 00:00:00 UTC'
+
+
+def test_a_read_that_crashed_is_reported_naming_the_input(tls_files):
+    broken = _tls_broken(tls_files, 'good.crt', 'good.key',
+                         {'rc': 127, 'stdout': '', 'stderr': 'python3: No such file or directory'})
+    assert [name for name, _msg in broken] == ['dcgm_exporter_web_config'], broken
+    assert 'could not be read (python3: No such file or directory)' in broken[0][1]
+
+
+def test_the_tls_read_changes_nothing_and_runs_in_check_mode():
+    task = _task('dcgm_exporter', 'preflight.yml', TLS_READ)
+    assert task['changed_when'] is False and task['check_mode'] is False and task['failed_when'] is False
+    names = [t['name'] for t in _load('dcgm_exporter', 'tasks', 'preflight.yml')]
+    # Read, then judged with the other checks of the files, all before the role's first change.
+    assert names.index(TLS_READ) + 1 == names.index(TLS_CHECK)
 
 
 # --- dcgm: host engine command line and dcgmi target ----------------------------------
@@ -407,9 +688,9 @@ def test_the_web_configuration_is_never_shown():
     ({'dcgm_unix_socket': '/run/nvidia-dcgm/nv-hostengine', 'dcgm_extra_args': ['--denylist-modules', '3']},
      ['-n', '--service-account', 'nvidia-dcgm', '--domain-socket', '/run/nvidia-dcgm/nv-hostengine',
       '--denylist-modules', '3'], 'unix:///run/nvidia-dcgm/nv-hostengine', 'nvidia-dcgm'),
-    ({'dcgm_unix_socket': '/var/lib/dcgm/engine.sock'},
-     ['-n', '--service-account', 'nvidia-dcgm', '--domain-socket', '/var/lib/dcgm/engine.sock'],
-     'unix:///var/lib/dcgm/engine.sock', ''),
+    ({'dcgm_unix_socket': '/run/dcgm/engine.sock'},
+     ['-n', '--service-account', 'nvidia-dcgm', '--domain-socket', '/run/dcgm/engine.sock'],
+     'unix:///run/dcgm/engine.sock', 'dcgm'),
 ])
 def test_dcgm_listener(inputs, args, host, runtime_dir):
     assert _expr('dcgm', '__dcgm_hostengine_args', **inputs) == args
@@ -437,10 +718,11 @@ def test_dcgm_default_socket_is_root_and_its_groups_alone():
     lines = text.splitlines()
     for line in ('Group=nvidia-dcgm-clients', 'UMask=0007', 'RuntimeDirectory=nvidia-dcgm', 'RuntimeDirectoryMode=0750'):
         assert line in lines, line
-    # Elsewhere than directly below /run, the group and umask still guard the socket.
-    text = _template('dcgm', 'nvidia-dcgm-listener.conf.j2', dcgm_unix_socket='/var/lib/dcgm/engine.sock',
+    # Every socket preflight accepts gets its directory from systemd (the others are refused: see below).
+    text = _template('dcgm', 'nvidia-dcgm-listener.conf.j2', dcgm_unix_socket='/run/dcgm-monitoring/engine.sock',
                      dcgm_unix_socket_group='gpu-monitoring')
-    assert 'Group=gpu-monitoring' in text.splitlines() and 'RuntimeDirectory' not in text
+    for line in ('Group=gpu-monitoring', 'RuntimeDirectory=dcgm-monitoring', 'RuntimeDirectoryMode=0750'):
+        assert line in text.splitlines(), line
 
 
 def test_dcgm_dropin_escapes_arguments_for_systemd():

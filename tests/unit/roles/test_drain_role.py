@@ -98,10 +98,11 @@ def test_none_hook_runs_nothing():
 
 def test_every_entry_point_takes_the_hook_options():
     specs = load('drain', 'meta', 'argument_specs.yml')['argument_specs']
-    assert sorted(specs) == ['drain', 'record', 'undrain', 'wait_idle']
+    assert sorted(specs) == ['check', 'drain', 'record', 'undrain', 'wait_idle']
     common = set(specs['drain']['options'])
-    for name in ('record', 'undrain', 'wait_idle'):
+    for name in ('check', 'record', 'undrain', 'wait_idle'):
         assert common <= set(specs[name]['options']), name
+    assert set(specs['check']['options']) == set(specs['wait_idle']['options'])
     assert set(specs['wait_idle']['options']) - common == {'drain_wait_timeout', 'drain_wait_interval',
                                                            'drain_wait_unknown'}
     assert defaults('drain')['drain_hook'] == 'none'

@@ -61,7 +61,7 @@ def test_nothing_is_drained_by_default_and_the_drain_role_is_called_as_agreed():
     assert defaults('health')['health_drain_hook'] == 'none'
     main = load('health', 'tasks', 'main.yml')
     drain_stage = [task for task in main if task.get('ansible.builtin.import_tasks') == 'drain.yml'][0]
-    assert drain_stage['when'] == 'health_drain_unhealthy'
+    assert drain_stage['when'] == '__health_inputs.drain_unhealthy'
     task = load('health', 'tasks', 'drain.yml')[0]
     assert task['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'drain'}
     assert set(task['vars']) == {'drain_hook', 'drain_reason'}

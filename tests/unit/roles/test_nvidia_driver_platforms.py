@@ -25,7 +25,8 @@ import pytest
 
 from ansible.template import trust_as_template
 
-from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import load, render, role_path, role_variables, trust
+from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import (
+    TypedInputs, load, render, role_path, role_variables, trust)
 
 NVIDIA = 'https://developer.download.nvidia.com/compute/cuda/repos'
 # Full fingerprints: NVIDIA's cuda-repo-management SIGNATURES.md transcripts
@@ -60,6 +61,7 @@ class CudaRepository(object):
     def __init__(self, facts, **driver_inputs):
         driver = dict(trust(load('nvidia_driver', 'defaults', 'main.yml')))
         driver.update(trust(driver_inputs))
+        driver['__nvidia_driver_inputs'] = TypedInputs('nvidia_driver')
         self.variables = role_variables('repository', 'main.yml')
         self.variables['ansible_facts'] = facts
         for task in load('nvidia_driver', 'tasks', 'preflight.yml'):
