@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: role_inputs
-author: gpufleet maintainers
+author: gpufleet maintainers (@gpufleet)
 short_description: A role's or playbook's inputs, each converted once to its declared type
 description:
   - Reads every option of one entry point of an argument spec (a role's C(meta/argument_specs.yml), or a

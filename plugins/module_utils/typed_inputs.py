@@ -44,6 +44,7 @@ meaning of its own (container_toolkit_runtimes: detect the runtimes) keeps it.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 
 try:
@@ -109,7 +110,7 @@ def to_float(value):
         number = float(value.strip())
     else:
         raise InputError('must be a number written in decimal digits, such as 0.5')
-    if number != number or abs(number) > INT_MAX:
+    if math.isnan(number) or abs(number) > INT_MAX:
         raise InputError('must be a finite number of at most %d' % INT_MAX)
     return number
 

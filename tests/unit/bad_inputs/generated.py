@@ -156,7 +156,9 @@ def generate():
 
 def spec_options(scope, entry):
     """The options Ansible validates at the entry (its own argument spec validation)."""
-    path = PLAYBOOK_SPECS if scope == 'playbooks' else os.path.join(REPO_ROOT, 'roles', scope, 'meta',
-                                                                     'argument_specs.yml')
+    if scope == 'playbooks':
+        path = PLAYBOOK_SPECS
+    else:
+        path = os.path.join(REPO_ROOT, 'roles', scope, 'meta', 'argument_specs.yml')
     with open(path) as handle:
         return yaml.safe_load(handle)['argument_specs'][entry].get('options') or {}

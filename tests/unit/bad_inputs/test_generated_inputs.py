@@ -25,6 +25,7 @@ end of the run (tests/unit/conftest.py).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import glob
 import json
 import os
 import subprocess
@@ -160,7 +161,7 @@ def test_the_suite_is_large_and_covers_every_spec():
     assert len(set(c['id'] for c in CASES)) == len(CASES)
     scopes = set(c['scope'] for c in CASES)
     roles = set(os.path.basename(os.path.dirname(os.path.dirname(p)))
-                for p in __import__('glob').glob(os.path.join(REPO_ROOT, 'roles', '*', 'meta', 'argument_specs.yml')))
+                for p in glob.glob(os.path.join(REPO_ROOT, 'roles', '*', 'meta', 'argument_specs.yml')))
     assert roles | {'playbooks'} == scopes
 
 

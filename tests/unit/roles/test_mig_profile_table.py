@@ -92,8 +92,8 @@ SIMULATED = list(_simulated_models())
 
 
 def test_the_simulator_has_mig_models():
-    assert sorted(model['product_name'] for _id, model in SIMULATED) == ['NVIDIA A100-SXM4-40GB',
-                                                                       'NVIDIA H100 80GB HBM3']
+    names = sorted(model['product_name'] for _id, model in SIMULATED)
+    assert names == ['NVIDIA A100-SXM4-40GB', 'NVIDIA H100 80GB HBM3']
 
 
 @pytest.mark.parametrize('simulated', [m for _i, m in SIMULATED], ids=[i for i, _m in SIMULATED])
