@@ -95,8 +95,11 @@ class Job(object):
     def changed(self, host):
         return self.stats.get("changed", {}).get(host, 0)
 
-    def hosts(self):
-        return set(e["event_data"].get("host") for e in self.events if e["event_data"].get("host"))
+    def hosts(self, play=None):
+        """Hosts with events, in one play when named (driver_upgrade's first play checks the inputs of
+        every host on the controller, touching none)."""
+        return set(e["event_data"].get("host") for e in self.events if e["event_data"].get("host")
+                   and (play is None or e["event_data"].get("play") == play))
 
     def task_events(self, host, task_pattern, event="runner_on_ok"):
         """Counters of a host's events whose task name matches."""
