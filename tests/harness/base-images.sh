@@ -9,11 +9,20 @@ MIRROR=${GPUFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What a minimal managed server has, plus python3-apt so Ansible's apt modules
 # need not install it into every test container.
 PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,iproute2,procps,kmod,gpgv"
+# The build tools Debian's dkms depends on (bookworm: gcc, dpkg-dev, make,
+# patch; trixie's dkms only recommends gcc, which its kernel headers pull).
+# Every scenario's driver converge installs dkms: with these in the image it
+# unpacks one package instead of about 40 (gcc, binutils, perl, ...), once per
+# image build instead of once per container, which is most of what a driver
+# converge spent in apt. The role still installs dkms itself, from Debian's
+# archive, with apt resolving its dependencies; these are Debian's packages
+# at the archive's current versions, as on a server with a compiler.
+BUILD_TOOLS="gcc dpkg-dev make patch"
 
 declare -A SUITE=([debian12]=bookworm [debian13]=trixie)
 here=$(cd "$(dirname "$0")" && pwd)
 recipe_hash() {
-  { cat "$0"; echo "$1 $MIRROR $PACKAGES"; } | sha256sum | cut -c1-12
+  { cat "$0"; echo "$1 $MIRROR $PACKAGES $BUILD_TOOLS"; } | sha256sum | cut -c1-12
 }
 
 retry() {
@@ -42,18 +51,25 @@ build() {
     retry debootstrap --variant=minbase --include="$PACKAGES" "$suite" "$root" "$MIRROR" \
       >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; return 1; }
     rm -f "$root.log"
-    # Trim what a container never uses and make systemd container-friendly.
-    chroot "$root" apt-get clean
-    rm -rf "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* "$root"/usr/share/man/*
-    # The package lists are emptied above: date them far in the past so that
-    # apt's cache_valid_time refreshes them on first use instead of trusting them.
-    touch -d '2000-01-01' "$root/var/lib/apt/lists"
     # A server's usual sources: the release, its updates and security.
     cat >"$root/etc/apt/sources.list" <<SOURCES
 deb $MIRROR $suite main
 deb $MIRROR $suite-updates main
 deb ${MIRROR%/debian}/debian-security $suite-security main
 SOURCES
+    # apt's download user cannot write the chroot's lists as built by
+    # debootstrap; the chroot is ours and thrown away after the import.
+    retry chroot "$root" apt-get -qq -o APT::Sandbox::User=root update >/dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive retry chroot "$root" apt-get install -y -qq -o APT::Sandbox::User=root --no-install-recommends \
+      $BUILD_TOOLS >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; return 1; }
+    rm -f "$root.log"
+    # Trim what a container never uses and make systemd container-friendly.
+    chroot "$root" apt-get clean
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* "$root"/usr/share/man/*
+    # The package lists are emptied above: date them far in the past so that
+    # apt's cache_valid_time refreshes them on first use instead of trusting them.
+    touch -d '2000-01-01' "$root/var/lib/apt/lists"
     for unit in systemd-udevd.service systemd-udev-trigger.service systemd-modules-load.service \
                 getty.target console-getty.service systemd-remount-fs.service; do
       ln -sf /dev/null "$root/etc/systemd/system/$unit"

@@ -98,11 +98,19 @@ class TypedInputs(object):
     def __init__(self, role):
         self.role = role
 
+    # The merged options of every entry point, per role: read once, since
+    # DataLoader deep-copies a cached file on every load and a test renders
+    # thousands of values (most of the role tests' time went there).
+    _options = {}
+
     def resolve(self, variables):
-        options = {}
-        specs = entry_points(self.role)
-        for name in sorted(specs):
-            options.update(specs[name].get('options') or {})
+        options = self._options.get(self.role)
+        if options is None:
+            options = {}
+            specs = entry_points(self.role)
+            for name in sorted(specs):
+                options.update(specs[name].get('options') or {})
+            self._options[self.role] = options
         templar = Templar(loader=LOADER, variables=variables)
 
         def read(name):
