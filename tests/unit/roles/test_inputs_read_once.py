@@ -79,7 +79,7 @@ def _raw_reads(expression, names):
         return [word for word in re.findall(r'[A-Za-z_]\w*', expression) if word in names]
     found = []
     for index, (token, value) in enumerate(tokens):
-        if token == 'name' and value in names and (index == 0 or tokens[index - 1][0] != 'dot'):
+        if token == 'name' and value in names and (index == 0 or tokens[index - 1] != ('operator', '.')):
             found.append(value)
     return found
 
@@ -99,25 +99,63 @@ def _role_files(role):
     return yaml_files, templates
 
 
-@pytest.mark.parametrize('role', ROLE_NAMES)
-def test_no_expression_reads_a_raw_input(role):
-    names = _role_inputs(role)
+def _role_expressions(role):
+    """(path relative to the checkout, line, expression) of every Jinja expression of the role's tasks,
+    handlers, vars and templates."""
     yaml_files, templates = _role_files(role)
-    raw = []
     for path in yaml_files:
         with open(path) as handle:
             text = handle.read()
         for line, expression in _expressions(text):
-            raw.extend('%s:%d: %s' % (os.path.relpath(path, REPO_ROOT), line, name)
-                       for name in _raw_reads(expression, names))
+            yield os.path.relpath(path, REPO_ROOT), line, expression
     for path in templates:
         with open(path) as handle:
             text = handle.read()
         for match in JINJA.finditer(text):
-            line = text.count('\n', 0, match.start()) + 1
-            raw.extend('%s:%d: %s' % (os.path.relpath(path, REPO_ROOT), line, name)
-                       for name in _raw_reads(match.group(0), names))
+            yield os.path.relpath(path, REPO_ROOT), text.count('\n', 0, match.start()) + 1, match.group(0)
+
+
+@pytest.mark.parametrize('role', ROLE_NAMES)
+def test_no_expression_reads_a_raw_input(role):
+    names = _role_inputs(role)
+    raw = ['%s:%d: %s' % (path, line, name)
+           for path, line, expression in _role_expressions(role) for name in _raw_reads(expression, names)]
     assert raw == [], 'read __%s_inputs.<name> instead of the raw input:\n%s' % (role, '\n'.join(raw))
+
+
+def _always_typed(role):
+    """{key: 'int' or 'bool'} for the role's int and bool inputs that always hold a value of their type
+    in __<role>_inputs (required, or a default that is not null)."""
+    typed = {}
+    for spec in entry_points(role).values():
+        for name, option in (spec.get('options') or {}).items():
+            option = option or {}
+            if option.get('type') in ('int', 'bool') and (option.get('required') or option.get('default') is not None):
+                typed[name[len(role) + 1:] if name.startswith(role + '_') else name] = option['type']
+    return typed
+
+
+@pytest.mark.parametrize('role', ROLE_NAMES)
+def test_typed_inputs_are_not_converted_again(role):
+    """`__<role>_inputs.<key> | int` (or `| bool`) on an input the entry already made an int (a bool) reads
+    as if the value could still be a string: the conversion happens once, at the entry."""
+    typed = _always_typed(role)
+    fact = '__%s_inputs' % role
+    again = []
+    for path, line, expression in _role_expressions(role):
+        source = expression if expression.lstrip().startswith(('{{', '{%')) else '{{ %s }}' % expression
+        try:
+            tokens = [(token, value) for _line, token, value in jinja2.Environment().lex(source)
+                      if token != 'whitespace']
+        except jinja2.TemplateSyntaxError:
+            continue
+        for index in range(len(tokens) - 4):
+            (t0, v0), dot, (t2, key), pipe, (t4, flt) = tokens[index:index + 5]
+            followed_by_call = index + 5 < len(tokens) and tokens[index + 5] == ('operator', '(')
+            if (t0, v0, dot, t2, pipe, t4) == ('name', fact, ('operator', '.'), 'name', ('operator', '|'), 'name') \
+                    and typed.get(key) == flt and not followed_by_call:
+                again.append('%s:%d: %s.%s | %s' % (path, line, fact, key, flt))
+    assert again == [], 'already typed at the entry, drop the filter:\n%s' % '\n'.join(again)
 
 
 def _literals(expression):
