@@ -31,7 +31,6 @@ import gzip
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -39,6 +38,7 @@ import yaml
 
 from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs import (
     cases, cases_mig, cases_packages, cases_services, cases_trust)
+from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs.check_run import run_check
 
 # The hand-written table, by topic: forms and types (cases.py), MIG layouts
 # and the driver's hardening, packages in the repository's index, DCGM and
@@ -232,20 +232,9 @@ def run(tmp_path_factory, placeholders):
         'watched_files': files, 'watched_globs': globs}}}
     (workdir / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (workdir / 'bad_inputs.yml').write_text(yaml.safe_dump(_playbook(placeholders), sort_keys=False))
-    env = dict(os.environ)
-    env.update({
-        'ANSIBLE_CONFIG': os.path.join(REPO_ROOT, 'ansible.cfg'),
-        'ANSIBLE_COLLECTIONS_PATH': os.path.join(REPO_ROOT, '.collections'),
-        'ANSIBLE_NOCOLOR': '1',
-        'ANSIBLE_FORKS': '2',
-        'ANSIBLE_LOCALHOST_WARNING': 'false',
-        'ANSIBLE_INVENTORY_UNPARSED_WARNING': 'false',
-    })
     before = _fingerprint()
-    command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '--check',
-               '-i', str(workdir / 'inventory.yml'), str(workdir / 'bad_inputs.yml')]
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            universal_newlines=True, timeout=1800, check=False)
+    result = run_check(['-i', str(workdir / 'inventory.yml'), str(workdir / 'bad_inputs.yml')], 1800,
+                       ANSIBLE_FORKS='2')
     reports = {}
     for match in re.finditer(r'CASE (\d+) ([A-Za-z0-9+/=]+)', result.stdout):
         reports[int(match.group(1))] = json.loads(base64.b64decode(match.group(2)).decode('utf-8'))

@@ -29,7 +29,6 @@ __metaclass__ = type
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -104,23 +103,11 @@ def run(tmp_path_factory):
         'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}
     (workdir / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (workdir / 'generated.yml').write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ)
-    env.update({
-        'ANSIBLE_CONFIG': os.path.join(REPO_ROOT, 'ansible.cfg'),
-        'ANSIBLE_COLLECTIONS_PATH': os.path.join(REPO_ROOT, '.collections'),
-        'ANSIBLE_NOCOLOR': '1',
-        'ANSIBLE_LOCALHOST_WARNING': 'false',
-        'ANSIBLE_INVENTORY_UNPARSED_WARNING': 'false',
-        # A line per case and task is noise here; the results go to files.
-        'ANSIBLE_DISPLAY_OK_HOSTS': 'false',
-        'ANSIBLE_DISPLAY_FAILED_STDERR': 'false',
-        'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.minimal',
-    })
     before = _fingerprint()
-    command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '--check',
-               '-i', str(workdir / 'inventory.yml'), str(workdir / 'generated.yml')]
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            universal_newlines=True, timeout=1800, check=False)
+    # A line per case and task is noise here; the results go to files.
+    result = run_check(['-i', str(workdir / 'inventory.yml'), str(workdir / 'generated.yml')], 1800,
+                       ANSIBLE_DISPLAY_OK_HOSTS='false', ANSIBLE_DISPLAY_FAILED_STDERR='false',
+                       ANSIBLE_STDOUT_CALLBACK='ansible.builtin.minimal')
     reports = {}
     for group in groups:
         path = workdir / ('%s.json' % group)

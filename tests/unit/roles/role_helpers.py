@@ -116,7 +116,9 @@ class TypedInputs(object):
         def read(name):
             if name not in variables:
                 return False, None
-            return True, plain(templar.template(variables[name]))
+            value = variables[name]
+            # Most inputs of a test are plain values: only templates go through the templar.
+            return True, plain(templar.template(value) if _has_template(value) else value)
 
         typed, errors = convert_all(options, read, self.role + '_')
         # A test that renders one variable need not set every required input.
@@ -124,6 +126,16 @@ class TypedInputs(object):
         if errors:
             raise ValueError('; '.join(errors))
         return typed
+
+
+def _has_template(value):
+    if isinstance(value, str):
+        return '{{' in value or '{%' in value
+    if isinstance(value, (list, tuple)):
+        return any(_has_template(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_template(key) or _has_template(item) for key, item in value.items())
+    return False
 
 
 def _resolved(variables):

@@ -25,10 +25,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.nvidia.tests.unit.roles.test_mig_role_on_simulator import (
-    BASE_VARS, CASE_PLAY, PLAYBOOK_BIN)
-from ansible_collections.gpufleet.nvidia.tests.unit.simulator.sim_hosts import (
-    SETUP, SIM_BIN, SIM_DIR, SimHost, make_host)
+from ansible_collections.gpufleet.nvidia.tests.unit.roles.test_mig_role_on_simulator import run_case_plays
+from ansible_collections.gpufleet.nvidia.tests.unit.simulator.sim_hosts import SETUP, SIM_DIR, SimHost, make_host
 
 # A MIG-capable GPU of a model the table does not have: the simulated A100's
 # profiles under a made-up product name, MIG mode off.
@@ -61,7 +59,7 @@ def _unknown_model_host(root):
 @pytest.fixture
 def run_cases(tmp_path):
     def run(cases):
-        plays, results, sims = [], {}, {}
+        sims = {}
         for name, case in sorted(cases.items()):
             root = str(tmp_path / name)
             sim = _unknown_model_host(root) if case['profile'] == 'unknown' else make_host(root, case['profile'])
@@ -70,22 +68,8 @@ def run_cases(tmp_path):
                 assert done.returncode == 0, done.stdout + done.stderr
             sim.calls_before = len(sim.calls('nvidia-smi'))
             sims[name] = sim
-            environment = dict(sim.env, PATH=SIM_BIN + os.pathsep + os.environ.get('PATH', ''))
-            role_vars = dict(BASE_VARS, mig_config_path=os.path.join(sim.root, 'etc', 'mig.json'),
-                             mig_boot_script_dir=os.path.join(sim.root, 'lib'), **case['vars'])
-            results[name] = str(tmp_path / (name + '.json'))
-            plays.append(CASE_PLAY.format(name=name, python=sys.executable, environment=json.dumps(environment),
-                                          role_vars=json.dumps(role_vars), result=results[name]))
-        playbook = tmp_path / 'cases.yml'
-        playbook.write_text(''.join(plays))
-        proc = subprocess.run([PLAYBOOK_BIN, '-i', 'localhost,', str(playbook)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, universal_newlines=True, cwd=str(tmp_path), timeout=900,
-                              check=False)
-        assert proc.returncode == 0, proc.stdout[-6000:]
-        outcome = {}
-        for name, path in results.items():
-            with open(path) as handle:
-                outcome[name] = json.load(handle)
+        outcome, _output = run_case_plays(tmp_path, dict((name, (sims[name], case['vars']))
+                                                         for name, case in cases.items()))
         return outcome, sims
 
     return run

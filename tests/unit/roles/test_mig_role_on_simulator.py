@@ -62,13 +62,35 @@ CASE_PLAY = """
 BASE_VARS = {'mig_verify': True, 'mig_boot_persistence': False}
 
 
+def run_case_plays(tmp_path, cases):
+    """One play per case, in one ansible-playbook run: cases maps a name to (simulated host, role
+    variables). Returns ({name: {"failed": ..., "msg": ...}}, the run's output)."""
+    plays, results = [], {}
+    for name, (sim, case_vars) in sorted(cases.items()):
+        environment = dict(sim.env, PATH=SIM_BIN + os.pathsep + os.environ.get('PATH', ''))
+        role_vars = dict(BASE_VARS, mig_config_path=os.path.join(sim.root, 'etc', 'mig.json'),
+                         mig_boot_script_dir=os.path.join(sim.root, 'lib'), **case_vars)
+        results[name] = str(tmp_path / (name + '.json'))
+        plays.append(CASE_PLAY.format(name=name, python=sys.executable, environment=json.dumps(environment),
+                                      role_vars=json.dumps(role_vars), result=results[name]))
+    playbook = tmp_path / 'cases.yml'
+    playbook.write_text(''.join(plays))
+    proc = subprocess.run([PLAYBOOK_BIN, '-i', 'localhost,', str(playbook)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, cwd=str(tmp_path), timeout=900,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    outcome = {}
+    for name, path in results.items():
+        with open(path) as handle:
+            outcome[name] = json.load(handle)
+    return outcome, proc.stdout
+
+
 @pytest.fixture
 def run_cases(tmp_path):
     started = []
 
     def run(cases):
-        plays = []
-        results = {}
         sims = {}
         for name, case in sorted(cases.items()):
             if 'same_host_as' in case:
@@ -87,23 +109,8 @@ def run_cases(tmp_path):
                 sim.stop(job)
             for gpu in case.get('workloads', []):
                 sim.start_workload('--gpu', str(gpu), '--memory', '1024', '--name', 'case-job')
-            environment = dict(sim.env, PATH=SIM_BIN + os.pathsep + os.environ.get('PATH', ''))
-            role_vars = dict(BASE_VARS, mig_config_path=os.path.join(sim.root, 'etc', 'mig.json'),
-                             mig_boot_script_dir=os.path.join(sim.root, 'lib'), **case['vars'])
-            results[name] = str(tmp_path / (name + '.json'))
-            plays.append(CASE_PLAY.format(name=name, python=sys.executable, environment=json.dumps(environment),
-                                          role_vars=json.dumps(role_vars), result=results[name]))
-        playbook = tmp_path / 'cases.yml'
-        playbook.write_text(''.join(plays))
-        proc = subprocess.run([PLAYBOOK_BIN, '-i', 'localhost,', str(playbook)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, universal_newlines=True, cwd=str(tmp_path), timeout=900,
-                              check=False)
-        assert proc.returncode == 0, proc.stdout[-6000:]
-        outcome = {}
-        for name, path in results.items():
-            with open(path) as handle:
-                outcome[name] = json.load(handle)
-        return outcome, proc.stdout, sims
+        outcome, output = run_case_plays(tmp_path, dict((name, (sims[name], case['vars'])) for name, case in cases.items()))
+        return outcome, output, sims
 
     yield run
     for sim in started:

@@ -18,11 +18,12 @@ __metaclass__ = type
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 import yaml
+
+from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs.check_run import run_check
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 VALIDATION_TASK = 'Validating arguments against arg spec'
@@ -102,18 +103,7 @@ def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp('bad-inputs')
     playbook = workdir / 'bad_inputs.yml'
     playbook.write_text(yaml.safe_dump(_playbook(CASES), sort_keys=False))
-    env = dict(os.environ)
-    env.update({
-        'ANSIBLE_CONFIG': os.path.join(REPO_ROOT, 'ansible.cfg'),
-        'ANSIBLE_COLLECTIONS_PATH': os.path.join(REPO_ROOT, '.collections'),
-        'ANSIBLE_NOCOLOR': '1',
-        'ANSIBLE_LOCALHOST_WARNING': 'false',
-        'ANSIBLE_INVENTORY_UNPARSED_WARNING': 'false',
-    })
-    command = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '--check', '-i', 'localhost,',
-               '-e', 'ansible_python_interpreter=%s' % sys.executable, str(playbook)]
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            universal_newlines=True, timeout=900, check=False)
+    result = run_check(['-i', 'localhost,', '-e', 'ansible_python_interpreter=%s' % sys.executable, str(playbook)], 900)
     return result
 
 

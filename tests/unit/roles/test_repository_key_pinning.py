@@ -24,12 +24,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.nvidia.tests.unit.plugins.module_utils.openpgp_keys import TestKeys
+from ansible_collections.gpufleet.nvidia.tests.unit.plugins.module_utils.openpgp_keys import key_files
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NAME = 'gpufleet-pinning-test'
@@ -38,12 +37,7 @@ FINGERPRINT_VAR = 'example_repo_key_fingerprint'
 
 @pytest.fixture(scope='module')
 def keys():
-    home = tempfile.mkdtemp(prefix='gpgrole')
-    made = TestKeys(home)
-    files = made.write(home)
-    yield made, files
-    made.stop_agent()
-    shutil.rmtree(home, ignore_errors=True)
+    yield from key_files('gpgrole')
 
 
 def _scenarios(made, files, root):

@@ -17,7 +17,9 @@ __metaclass__ = type
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 
 class TestKeys(object):
@@ -89,3 +91,15 @@ class TestKeys(object):
     def stop_agent(self):
         subprocess.run(['gpgconf', '--homedir', self.home, '--kill', 'all'],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def key_files(prefix):
+    """The test keys and the files written from them, in a temporary GnuPG home removed afterwards:
+    a generator for a module-scoped fixture (yield from it)."""
+    home = tempfile.mkdtemp(prefix=prefix)
+    made = TestKeys(home)
+    try:
+        yield made, made.write(home)
+    finally:
+        made.stop_agent()
+        shutil.rmtree(home, ignore_errors=True)

@@ -16,25 +16,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import shutil
-import tempfile
 
 import pytest
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.openpgp import (
     _crc24, holds_exactly, primary_fingerprints, read_key_file)
 from ansible_collections.gpufleet.nvidia.plugins.modules import host_state_info
-from ansible_collections.gpufleet.nvidia.tests.unit.plugins.module_utils.openpgp_keys import TestKeys
+from ansible_collections.gpufleet.nvidia.tests.unit.plugins.module_utils.openpgp_keys import key_files
 
 
 @pytest.fixture(scope='module')
 def keys():
-    home = tempfile.mkdtemp(prefix='gpgpin')
-    made = TestKeys(home)
-    files = made.write(home)
-    yield made, files
-    made.stop_agent()
-    shutil.rmtree(home, ignore_errors=True)
+    yield from key_files('gpgpin')
 
 
 def _read(files, name):
