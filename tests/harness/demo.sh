@@ -43,9 +43,26 @@ python3 "$here/ports.py" --for "the demo fleet" --own gpufleet-demo- \
 
 "$here/docker-engine.sh" start
 "$here/base-images.sh"
-# This run's own build of the simulated repository (by content hash).
-eval "$(PYTHON="$top/.venv/bin/python" "$here/simulated-repo.sh" start --env)"
-export GPUFLEET_TEST_REPO_DIR GPUFLEET_TEST_REPO_URL
+# Build (by content hash) and serve the simulated repository. The build just
+# published is the newest, which the server also serves at / and the harness
+# links as $GPUFLEET_STATE_DIR/repo: the fleet converges with those aliases,
+# the values the simulated inventory itself names, so that rerunning site.yml
+# against it as the README shows (no -e) changes nothing. (Molecule scenarios
+# take the hash-named URL instead: a build made meanwhile by another checkout
+# must not swap packages under a running scenario.)
+"$here/simulated-repo.sh" start
+repo_url="http://127.0.0.1:$GPUFLEET_TEST_REPO_PORT"
+repo_dir="$GPUFLEET_STATE_DIR/repo"
+inventory_repo=$(ansible-inventory -i "$inventory" --list | python3 -c '
+import json, sys
+inv = json.load(sys.stdin)
+hv = inv["_meta"]["hostvars"][inv["gpu_nodes"]["hosts"][0]]
+print(hv["gpufleet_test_repo_url"], hv["gpufleet_test_repo_dir"])')
+rerun_extra=""
+if [ "$inventory_repo" != "$repo_url $repo_dir" ]; then
+  # A state directory or port other than the inventory's: say what a rerun needs.
+  rerun_extra=" -e gpufleet_test_repo_url=$repo_url -e gpufleet_test_repo_dir=$repo_dir"
+fi
 
 while IFS=$'\t' read -r host image _; do
   if [ "$(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null)" = true ]; then
@@ -65,9 +82,10 @@ cd "$top"
 ansible-playbook -i "$inventory" molecule/_shared/prepare.yml \
   -e gpufleet_test_sim_dir="$top/tests/nvidia_sim"
 ansible-playbook -i "$inventory" site.yml -l gpu_nodes \
-  -e gpufleet_test_repo_url="$GPUFLEET_TEST_REPO_URL" \
-  -e gpufleet_test_repo_dir="$GPUFLEET_TEST_REPO_DIR"
+  -e gpufleet_test_repo_url="$repo_url" -e gpufleet_test_repo_dir="$repo_dir"
 echo
 echo "The simulated fleet is still running: explore it with"
-echo "  ansible-playbook -i $inventory gpufleet.nvidia.gpu_report"
+echo "  ansible-playbook -i $inventory gpufleet.nvidia.gpu_report$rerun_extra"
+echo "rerun the converge (it changes nothing) with"
+echo "  ansible-playbook -i $inventory site.yml -l gpu_nodes$rerun_extra"
 echo "and remove it with: tests/harness/demo.sh --down"
