@@ -36,6 +36,7 @@ import yaml
 
 from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs.generated import (
     BASE_VARS, PLAYBOOK_SPECS, REPO_ROOT, generate, spec_options)
+from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs.check_run import run_check
 from ansible_collections.gpufleet.nvidia.tests.unit.bad_inputs.test_bad_inputs import _fingerprint
 
 CASES = generate()
