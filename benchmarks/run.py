@@ -23,6 +23,10 @@ Sections:
   fleet     the rerun on 1, 4 and 8 nodes over the docker connection and SSH
   facts     nvidia_smi_info on the 8-GPU profile: nvidia-smi processes and time
   settings  the recommended ansible.cfg settings, each on and off
+  mitogen   the rerun under Mitogen's mitogen_linear strategy beside the
+            default one (--mitogen DIR, a "pip install --target DIR mitogen";
+            with the fleet section also the 8-node rerun under it)
+Every ansible-playbook run also records the controller's CPU seconds.
 Each figure is the median of --runs runs; the JSON under benchmarks/results/
 holds every run.
 """
@@ -32,6 +36,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,12 +65,22 @@ def log(msg):
     print('[%s] %s' % (time.strftime('%H:%M:%S'), msg), flush=True)
 
 
+def children_cpu_s():
+    """User + system seconds of every waited-for child process so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run(argv, check=True, env=None, cwd=None, timeout=3600, input_text=None):
-    """Run argv; return (seconds, CompletedProcess)."""
-    start = time.monotonic()
+    """Run argv; return (seconds, CompletedProcess). proc.cpu_s: the CPU seconds
+    of argv and its descendants on this machine (for ansible-playbook: the
+    controller, its forked workers and the docker clients they start; not
+    what runs in the nodes)."""
+    start, cpu = time.monotonic(), children_cpu_s()
     proc = subprocess.run(argv, cwd=cwd or TOP, env=env, capture_output=True, text=True, timeout=timeout,
                           check=False, input=input_text)
     seconds = time.monotonic() - start
+    proc.cpu_s = round(children_cpu_s() - cpu, 2)
     if check and proc.returncode != 0:
         sys.stderr.write(proc.stdout[-6000:] + proc.stderr[-3000:])
         raise SystemExit('failed (rc %d): %s' % (proc.returncode, ' '.join(argv)))
@@ -165,8 +180,9 @@ class Tree(object):
         self.playbook(inventory, 'molecule/_shared/prepare.yml',
                       extra=['-e', 'gpufleet_test_sim_dir=%s' % os.path.join(self.path, 'tests', 'nvidia_sim')])
 
-    def site(self, inventory, count_file=None, **settings):
-        return self.playbook(inventory, 'site.yml', count_file=count_file, extra=['-l', 'gpu_nodes'], **settings)
+    def site(self, inventory, count_file=None, extra=(), **settings):
+        return self.playbook(inventory, 'site.yml', count_file=count_file, extra=['-l', 'gpu_nodes'] + list(extra),
+                             **settings)
 
 
 def counts(count_file):
@@ -263,16 +279,20 @@ def floor_a_playbook(workdir, host_pattern, count):
     return path
 
 
-def measure_rerun(tree, workdir, inventory, runs, label, **settings):
-    times, summaries, changed = [], [], []
+def measure_rerun(tree, workdir, inventory, runs, label, extra=(), **settings):
+    times, cpu, summaries, changed = [], [], [], []
     for index in range(runs):
         count_file = os.path.join(workdir, 'count-%s-%d-%d.jsonl' % (label, index, int(time.time())))
-        seconds, proc = tree.site(inventory, count_file=count_file, **settings)
+        seconds, proc = tree.site(inventory, count_file=count_file, extra=extra, **settings)
         times.append(seconds)
+        cpu.append(proc.cpu_s)
         summaries.append(counts(count_file))
         changed.extend(recap_changed(proc.stdout))
+    hosts = summaries[-1]['hosts']
     return {'runs_s': times, 'median_s': median(times), 'changed': sorted(set(changed)),
-            'counts': summaries[-1]['hosts']}
+            'controller_cpu_s': cpu, 'controller_cpu_median_s': median(cpu),
+            'controller_cpu_s_per_host': round(median(cpu) / max(len(hosts), 1), 2),
+            'counts': hosts}
 
 
 def section_rerun(tree, workdir, runs, result, baseline_tree=None):
@@ -320,8 +340,9 @@ def enable_ssh(name, index, public_key):
         'systemctl restart ssh', '']), timeout=900)
 
 
-def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8)):
-    """The rerun on 1, 4 and 8 nodes started from a committed converged node."""
+def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_sizes=(), mitogen=None):
+    """The rerun on 1, 4 and 8 nodes (over docker and SSH) and on docker_only_sizes
+    (over docker), started from a committed converged node."""
     seed = PREFIX + 'seed'
     log('converge the seed node and commit it')
     converge_node(tree, workdir, seed)
@@ -335,14 +356,14 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8)):
     run(['docker', 'commit', seed, image])
     remove_nodes([seed])
     fleet = {}
-    nodes = [PREFIX + 'n%02d' % i for i in range(max(sizes))]
+    nodes = [PREFIX + 'n%02d' % i for i in range(max(tuple(sizes) + tuple(docker_only_sizes)))]
     for index, name in enumerate(nodes):
         start_node(name, image)
     for index, name in enumerate(nodes):
         enable_ssh(name, index, public_key)
     known = os.path.join(workdir, 'known_hosts')
-    for size in sizes:
-        for transport in ('docker', 'ssh'):
+    for size in sorted(set(sizes) | set(docker_only_sizes)):
+        for transport in ('docker', 'ssh') if size in sizes else ('docker',):
             inventory = tree.inventory(workdir, nodes[:size], ssh_key=key if transport == 'ssh' else None)
             settings = {} if transport == 'docker' else {
                 'host_key_checking': 'False',
@@ -352,13 +373,44 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8)):
             measured = measure_rerun(tree, workdir, inventory, runs, '%s%d' % (transport, size), **settings)
             measured['per_host_s'] = round(measured['median_s'] / size, 2)
             fleet['%s_%d' % (transport, size)] = measured
-    inventory = tree.inventory(workdir, nodes)
+    inventory = tree.inventory(workdir, nodes[:max(sizes)])
+    if mitogen:
+        settings, extra = mitogen_settings(mitogen)
+        log('fleet: %d nodes under mitogen_linear' % max(sizes))
+        tree.site(inventory, extra=extra, **settings)
+        measured = measure_rerun(tree, workdir, inventory, runs, 'mitogen%d' % max(sizes), extra=extra, **settings)
+        measured['per_host_s'] = round(measured['median_s'] / max(sizes), 2)
+        fleet['mitogen_docker_%d' % max(sizes)] = measured
     for forks in (1, 4):
         log('fleet: %d nodes, forks %d' % (len(nodes), forks))
         measured = measure_rerun(tree, workdir, inventory, runs, 'forks%d' % forks, forks=forks)
-        fleet['docker_%d_forks_%d' % (len(nodes), forks)] = measured
+        fleet['docker_%d_forks_%d' % (max(sizes), forks)] = measured
     remove_nodes(nodes)
     result['fleet'] = fleet
+
+
+def mitogen_settings(path):
+    """ansible.cfg settings and extra arguments that run a playbook under Mitogen's
+    linear strategy from PATH (a directory holding ansible_mitogen, e.g. a
+    "pip install --target" of the mitogen package)."""
+    strategy = os.path.join(path, 'ansible_mitogen', 'plugins', 'strategy')
+    if not os.path.isdir(strategy):
+        raise SystemExit('--mitogen %s: no ansible_mitogen/plugins/strategy there (pip install --target %s mitogen)'
+                         % (path, path))
+    # Mitogen takes over the connections it knows by their short names only:
+    # "docker", not the inventory's community.docker.docker.
+    return {'strategy_plugins': strategy, 'strategy': 'mitogen_linear'}, ['-e', 'ansible_connection=docker']
+
+
+def section_mitogen(tree, workdir, runs, result, inventory, path):
+    """The one-node no-change rerun under Mitogen's strategy, beside the default one."""
+    settings, extra = mitogen_settings(path)
+    log('mitogen: default strategy, then mitogen_linear')
+    default = measure_rerun(tree, workdir, inventory, runs, 'mitogen-off')
+    tree.site(inventory, extra=extra, **settings)  # Mitogen's first run starts its interpreters
+    mitogen = measure_rerun(tree, workdir, inventory, runs, 'mitogen-on', extra=extra, **settings)
+    result['mitogen'] = {'path': path, 'default': default, 'mitogen_linear': mitogen,
+                         'ratio': round(mitogen['median_s'] / default['median_s'], 3)}
 
 
 def section_facts(tree, workdir, runs, result, inventory):
@@ -432,6 +484,10 @@ def main(argv=None):
     parser.add_argument('--baseline', default=BASELINE)
     parser.add_argument('--workdir', default=os.path.join(STATE_DIR, 'bench'))
     parser.add_argument('--keep', action='store_true', help='keep the rerun node afterwards')
+    parser.add_argument('--mitogen', default='',
+                        help='directory holding ansible_mitogen: adds the mitogen section and the 8-node fleet under it')
+    parser.add_argument('--fleet-large', default='32',
+                        help='comma-separated fleet sizes measured over docker only, beside 1, 4 and 8 (empty: none)')
     args = parser.parse_args(argv)
     sections = args.sections.split(',')
     os.makedirs(args.workdir, exist_ok=True)
@@ -455,7 +511,7 @@ def main(argv=None):
         if 'cold' in sections:
             section_cold(tree, args.workdir, args.runs, result)
         inventory = None
-        if {'rerun', 'facts', 'settings'} & set(sections):
+        if {'rerun', 'facts', 'settings', 'mitogen'} & set(sections):
             inventory = section_rerun(tree, args.workdir, args.runs, result)
         if 'baseline' in sections:
             section_baseline(Tree.baseline(args.workdir, args.baseline), args.workdir, args.runs, result)
@@ -463,13 +519,20 @@ def main(argv=None):
             section_facts(tree, args.workdir, args.runs, result, inventory)
         if 'settings' in sections:
             section_settings(tree, args.workdir, args.runs, result, inventory)
+        if 'mitogen' in sections:
+            if not args.mitogen:
+                raise SystemExit('the mitogen section needs --mitogen DIR')
+            section_mitogen(tree, args.workdir, args.runs, result, inventory, args.mitogen)
         if 'fleet' in sections:
-            section_fleet(tree, args.workdir, args.runs, result)
+            section_fleet(tree, args.workdir, args.runs, result,
+                          docker_only_sizes=tuple(int(n) for n in args.fleet_large.split(',') if n),
+                          mitogen=args.mitogen or None)
     finally:
         if not args.keep:
             _s, names = run(['docker', 'ps', '-a', '--format', '{{.Names}}'], check=False)
             remove_nodes([n for n in names.stdout.split() if n.startswith(PREFIX)])
     result.pop('rerun_node_inventory', None)
+    result.update(headline(result))
     result['benchmark_seconds'] = round(time.monotonic() - started)
     out_dir = os.path.join(HERE, 'results')
     os.makedirs(out_dir, exist_ok=True)
@@ -479,6 +542,23 @@ def main(argv=None):
             json.dump(result, handle, indent=2, sort_keys=True)
     print(table(result))
     return 0
+
+
+def headline(result):
+    """The figures issue #22 reads mechanically, under fixed top-level keys."""
+    out = {}
+    rerun = result.get('rerun', {})
+    if rerun:
+        out['rerun_vs_floor_a_ratio'] = rerun.get('vs_floor_a')
+        hosts = rerun.get('counts', {})
+        if len(hosts) == 1:
+            only = list(hosts.values())[0]
+            out['skipped'] = only.get('skipped', 0)
+            out['controller_tasks'] = only.get('controller_tasks', 0)
+    eight = result.get('fleet', {}).get('docker_8')
+    if eight:
+        out['controller_cpu_s_per_host'] = eight['controller_cpu_s_per_host']
+    return out
 
 
 def table(result):
@@ -495,7 +575,9 @@ def table(result):
     add('no-change rerun (median s)', rerun.get('median_s'))
     add('floor (a): %s trivial module calls (median s)' % rerun.get('floor_a', {}).get('module_calls'),
         rerun.get('floor_a', {}).get('median_s'))
-    add('rerun / floor (a)', rerun.get('vs_floor_a'))
+    add('rerun / floor (a) (`rerun_vs_floor_a_ratio`)', rerun.get('vs_floor_a'))
+    add('rerun: controller CPU, user + system (median s)', rerun.get('controller_cpu_median_s'))
+    add('rerun: skipped tasks (`skipped`)', result.get('skipped'))
     add('floor (b): one state-check process (median s)', rerun.get('floor_b', {}).get('median_s'))
     add('rerun / floor (b)', rerun.get('vs_floor_b'))
     add('baseline %s no-change rerun (median s)' % result.get('baseline_commit'), base.get('median_s'))
@@ -511,8 +593,18 @@ def table(result):
     for label, measured in sorted(result.get('settings', {}).items()):
         add('settings: %s (median s)' % label, measured.get('median_s'))
     for label, measured in sorted(result.get('fleet', {}).items()):
-        add('fleet: %s (median s%s)' % (label.replace('_', ' '), ', per host %s s' % measured['per_host_s']
-                                        if 'per_host_s' in measured else ''), measured.get('median_s'))
+        add('fleet: %s (median s%s; controller CPU per host %s s)' % (
+            label.replace('_', ' '), ', per host %s s' % measured['per_host_s'] if 'per_host_s' in measured else '',
+            measured.get('controller_cpu_s_per_host')), measured.get('median_s'))
+    add('controller CPU per host, 8-node docker rerun (`controller_cpu_s_per_host`)',
+        result.get('controller_cpu_s_per_host'))
+    mitogen = result.get('mitogen', {})
+    if mitogen:
+        add('mitogen: rerun, default strategy (median s; controller CPU s)',
+            '%s; %s' % (mitogen['default']['median_s'], mitogen['default']['controller_cpu_median_s']))
+        add('mitogen: rerun, mitogen_linear (median s; controller CPU s)',
+            '%s; %s' % (mitogen['mitogen_linear']['median_s'], mitogen['mitogen_linear']['controller_cpu_median_s']))
+        add('mitogen / default', mitogen['ratio'])
     add('benchmark wall time (s)', result.get('benchmark_seconds'))
     add('load average at start', result.get('machine', {}).get('load_at_start'))
     return '\n'.join(rows)
