@@ -97,9 +97,16 @@ logs="$GPUFLEET_STATE_DIR/logs"
 mkdir -p "$logs"
 
 run_one() {
-  local s=$1 start rc=0
+  local s=$1 start rc
   start=$(date +%s)
-  molecule test -s "$s" > "$logs/$s.log" 2>&1 || rc=$?
+  # step_times.py appends the seconds of each Molecule step to the log.
+  if molecule test -s "$s" 2>&1 | python3 "$here/step_times.py" > "$logs/$s.log"; then
+    rc=0
+  else
+    local status=("${PIPESTATUS[@]}")
+    rc=${status[0]}
+    [ "$rc" != 0 ] || rc=${status[1]}
+  fi
   echo "$rc $(( $(date +%s) - start ))" > "$logs/$s.result"
   return "$rc"
 }
@@ -110,7 +117,7 @@ report() {
   echo "=== molecule scenario: $s ==="
   cat "$logs/$s.log"
   if [ "$rc" = 0 ]; then
-    echo "=== scenario $s passed in $secs s ==="
+    echo "=== scenario $s passed in $secs s ($(sed -n 's/^step seconds: //p' "$logs/$s.log" | tail -n1)) ==="
   else
     echo "=== scenario $s FAILED (exit $rc) after $secs s ===" >&2
     failed+=("$s")
