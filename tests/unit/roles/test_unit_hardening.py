@@ -11,7 +11,7 @@ next to the packaged unit it extends (the simulator's copies of NVIDIA's
 units), and rated offline by ``systemd-analyze security --offline=yes``.
 The exposure levels are printed and recorded in docs/security.md; the test
 checks the sandbox lowers each to at most the level recorded there. The
-Molecule scenarios rate the running units the same way (dcgm_exporter, mig).
+Molecule scenarios rate the running units the same way (dcgm, mig).
 """
 
 from __future__ import absolute_import, division, print_function
