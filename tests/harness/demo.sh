@@ -13,30 +13,36 @@ export PATH="$top/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$top/ansible.cfg"
 inventory="$top/inventories/simulated/hosts.yml"
 
-# host<TAB>image<TAB>ports for every node of the simulated inventory. Every
-# node sets its DCGM and exporter ports: the roles' defaults (5555, 9400)
-# belong to the Molecule scenarios.
-nodes() {
+# One read of the inventory: host<TAB>image<TAB>ports for every node, then
+# repo<TAB>the repository URL and directory the inventory names. Every node
+# sets its DCGM and exporter ports: the roles' defaults (5555, 9400) belong to
+# the Molecule scenarios.
+read_inventory() {
   ansible-inventory -i "$inventory" --list | python3 -c '
 import json, sys
 inv = json.load(sys.stdin)
-for host in inv["gpu_nodes"]["hosts"]:
+hosts = inv["gpu_nodes"]["hosts"]
+for host in hosts:
     hv = inv["_meta"]["hostvars"][host]
     missing = [v for v in ("dcgm_port", "dcgm_exporter_port") if v not in hv]
     if missing:
         sys.exit("demo.sh: %s sets no %s in the simulated inventory" % (host, " or ".join(missing)))
-    print(host, hv["gpufleet_demo_image"], "%s %s" % (hv["dcgm_port"], hv["dcgm_exporter_port"]), sep="\t")'
+    print(host, hv["gpufleet_demo_image"], "%s %s" % (hv["dcgm_port"], hv["dcgm_exporter_port"]), sep="\t")
+first = inv["_meta"]["hostvars"][hosts[0]]
+print("repo", "%s %s" % (first["gpufleet_test_repo_url"], first["gpufleet_test_repo_dir"]), sep="\t")'
 }
+inventory_data=$(read_inventory)
+fleet=$(grep -v $'^repo\t' <<<"$inventory_data")
+inventory_repo=$(sed -n $'s/^repo\t//p' <<<"$inventory_data")
 
 if [ "${1:-}" = "--down" ]; then
-  nodes | while IFS=$'\t' read -r host _ _; do docker rm -f "$host" >/dev/null 2>&1 || true; done
+  while IFS=$'\t' read -r host _ _; do docker rm -f "$host" >/dev/null 2>&1 || true; done <<<"$fleet"
   echo "simulated fleet removed"
   exit 0
 fi
 
 # The fleet's own nodes may hold their ports (a second make demo); anything
 # else holding one is refused now rather than found by a failing play.
-fleet=$(nodes)
 read -r -a demo_ports < <(cut -f3 <<<"$fleet" | tr '\n' ' ') || true
 python3 "$here/ports.py" --for "the demo fleet" --own gpufleet-demo- \
   --own-pidfile "$GPUFLEET_STATE_DIR/repo-http.pid" "${demo_ports[@]}" "$GPUFLEET_TEST_REPO_PORT"
@@ -53,11 +59,6 @@ python3 "$here/ports.py" --for "the demo fleet" --own gpufleet-demo- \
 "$here/simulated-repo.sh" start
 repo_url="http://127.0.0.1:$GPUFLEET_TEST_REPO_PORT"
 repo_dir="$GPUFLEET_STATE_DIR/repo"
-inventory_repo=$(ansible-inventory -i "$inventory" --list | python3 -c '
-import json, sys
-inv = json.load(sys.stdin)
-hv = inv["_meta"]["hostvars"][inv["gpu_nodes"]["hosts"][0]]
-print(hv["gpufleet_test_repo_url"], hv["gpufleet_test_repo_dir"])')
 rerun_extra=""
 if [ "$inventory_repo" != "$repo_url $repo_dir" ]; then
   # A state directory or port other than the inventory's: say what a rerun needs.
