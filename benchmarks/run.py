@@ -171,18 +171,18 @@ class Tree(object):
             yaml.safe_dump(data, handle)
         return path
 
-    def playbook(self, inventory, playbook, count_file=None, extra=(), **settings):
+    def playbook(self, inventory, playbook, count_file=None, extra=(), check=True, **settings):
         argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory, playbook] + list(extra)
-        seconds, proc = run(argv, env=self.env(count_file, **settings), cwd=self.path)
+        seconds, proc = run(argv, env=self.env(count_file, **settings), cwd=self.path, check=check)
         return seconds, proc
 
     def prepare(self, inventory):
         self.playbook(inventory, 'molecule/_shared/prepare.yml',
                       extra=['-e', 'gpufleet_test_sim_dir=%s' % os.path.join(self.path, 'tests', 'nvidia_sim')])
 
-    def site(self, inventory, count_file=None, extra=(), **settings):
+    def site(self, inventory, count_file=None, extra=(), check=True, **settings):
         return self.playbook(inventory, 'site.yml', count_file=count_file, extra=['-l', 'gpu_nodes'] + list(extra),
-                             **settings)
+                             check=check, **settings)
 
 
 def counts(count_file):
@@ -407,7 +407,13 @@ def section_mitogen(tree, workdir, runs, result, inventory, path):
     settings, extra = mitogen_settings(path)
     log('mitogen: default strategy, then mitogen_linear')
     default = measure_rerun(tree, workdir, inventory, runs, 'mitogen-off')
-    tree.site(inventory, extra=extra, **settings)  # Mitogen's first run starts its interpreters
+    # Mitogen's first run starts its interpreters; a failure is a finding, recorded as such.
+    _s, proc = tree.site(inventory, extra=extra, check=False, **settings)
+    if proc.returncode != 0:
+        result['mitogen'] = {'path': path, 'default': default, 'failed': True, 'rc': proc.returncode,
+                             'output_tail': (proc.stdout[-4000:] + proc.stderr[-2000:])}
+        log('mitogen: the first run under mitogen_linear failed (rc %d); recorded' % proc.returncode)
+        return
     mitogen = measure_rerun(tree, workdir, inventory, runs, 'mitogen-on', extra=extra, **settings)
     result['mitogen'] = {'path': path, 'default': default, 'mitogen_linear': mitogen,
                          'ratio': round(mitogen['median_s'] / default['median_s'], 3)}
@@ -599,7 +605,9 @@ def table(result):
     add('controller CPU per host, 8-node docker rerun (`controller_cpu_s_per_host`)',
         result.get('controller_cpu_s_per_host'))
     mitogen = result.get('mitogen', {})
-    if mitogen:
+    if mitogen.get('failed'):
+        add('mitogen: rerun under mitogen_linear', 'failed (rc %s), see the JSON output_tail' % mitogen['rc'])
+    elif mitogen:
         add('mitogen: rerun, default strategy (median s; controller CPU s)',
             '%s; %s' % (mitogen['default']['median_s'], mitogen['default']['controller_cpu_median_s']))
         add('mitogen: rerun, mitogen_linear (median s; controller CPU s)',
