@@ -95,6 +95,10 @@ export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}
 cd "$top"
 logs="$GPUFLEET_STATE_DIR/logs"
 mkdir -p "$logs"
+# Compiler outputs of the real DKMS builds, kept between runs and keyed by
+# ccache on their inputs (molecule/nvidia_driver_distribution/prepare.yml).
+# Molecule interpolates that scenario's volumes from GPUFLEET_STATE_DIR (env.sh exports it).
+mkdir -p "$GPUFLEET_STATE_DIR/ccache"
 
 run_one() {
   local s=$1 start rc
