@@ -76,9 +76,11 @@ def _early_task_names():
         name = os.path.basename(path)
         with open(path) as handle:
             tasks = yaml.safe_load(handle) or []
-        # Preflight files (and what they import to check the repository's
-        # index and URL), and the first check of the drain role's entry points.
-        if name in ('preflight.yml', 'request.yml', 'cuda_platform.yml') or path.endswith('/dcgm/tasks/packages.yml'):
+        # Preflight files (and what they import or include to check the
+        # repository's index and URL), and the first check of the drain role's
+        # entry points.
+        if name in ('preflight.yml', 'request.yml', 'cuda_platform.yml') or path.endswith(
+                ('/dcgm/tasks/packages.yml', '/dcgm/tasks/packages_offered.yml', '/dcgm/tasks/version_offered.yml')):
             walk(tasks)
         elif '/roles/drain/' in path:
             checks = [task for task in tasks or [] if task.get('name') != 'Inputs'][:1]

@@ -32,7 +32,7 @@ def _test_command():
 
 
 def _reboot_task():
-    with open(os.path.join(ROLE, 'tasks', 'reboot.yml')) as handle:
+    with open(os.path.join(ROLE, 'tasks', 'reboot_required.yml')) as handle:
         tasks = yaml.safe_load(handle)
     for task in tasks:
         for inner in task.get('block', []):
