@@ -6,14 +6,18 @@
 """Every bad input of every role and module fails before any change, naming
 the variable, with a bounded excerpt of the value (cases.py has the table).
 
-One ansible-playbook run, in check mode, against this machine: one play per
-case, each on a host of its own (every one is localhost through the local
-connection, so that no fact a role sets leaks into the next case). A case
-runs the role (or the module) inside a block whose rescue records the task
-that failed and its result; then it reads the watched configuration of this
-machine again (gpufleet.nvidia.host_state_info) and compares it with the read
-taken before the first case. The run must also end with changed=0: no task
-before a failure would have changed anything, even outside check mode.
+One ansible-playbook run, in check mode, against this machine: every case on
+a host of its own (every one is localhost through the local connection, so
+that no fact a role sets leaks into another case). The cases of one role
+entry point share a play, their inputs given as the host's variables: the
+role is loaded once for all of them, as it is for a fleet. Module cases, and
+those of the roles with run_once or delegated tasks (drain, health), keep a
+play each, their inputs in the task. A case runs the role (or the module)
+inside a block whose rescue records the task that failed and its result; then
+it reads the watched configuration of this machine again
+(gpufleet.nvidia.host_state_info) and compares it with the read taken before
+the first case. The run must also end with changed=0: no task before a
+failure would have changed anything, even outside check mode.
 
 Cases whose role reads the GPUs, the repository or files on the host get them
 from fixtures: fake sysfs trees (a Volta, an H100 and a B200 GPU), a flat apt
@@ -79,7 +83,7 @@ def _early_task_names():
         # Preflight files (and what they import or include to check the
         # repository's index and URL), and the first check of the drain role's
         # entry points.
-        if name in ('preflight.yml', 'request.yml', 'cuda_platform.yml') or path.endswith(
+        if name in ('preflight.yml', 'request.yml', 'cuda_platform.yml', 'key_download.yml') or path.endswith(
                 ('/dcgm/tasks/packages.yml', '/dcgm/tasks/packages_offered.yml', '/dcgm/tasks/version_offered.yml')):
             walk(tasks)
         elif '/roles/drain/' in path:
@@ -159,14 +163,50 @@ def _watched():
     return files, globs
 
 
+# Roles whose cases keep a play each: run_once and delegated tasks act for
+# every host of a play at once.
+ALONE = ('drain', 'health')
+
+
+def _shared(case):
+    """Whether the case shares its entry point's play (its inputs as host variables)."""
+    return case['kind'] == 'role' and case['target'].partition(':')[0] not in ALONE
+
+
+def _case_tasks(action, number):
+    """The case's tasks; number is None where the host variable case_number names it."""
+    label = '{{ case_number }}' if number is None else str(number)
+    return [
+        {'name': 'Run the case', 'block': [
+            action,
+            {'name': 'The input should have been refused', 'ansible.builtin.fail': {'msg': 'NOT REFUSED'}},
+        ], 'rescue': [
+            {'name': 'Record the failure', 'ansible.builtin.set_fact': {
+                'case_task': '{{ ansible_failed_task.name }}',
+                'case_result': '{{ ansible_failed_result }}'}},
+        ]},
+        {'name': 'Read the watched configuration again', 'gpufleet.nvidia.host_state_info': {
+            'files': '{{ watched_files }}', 'globs': '{{ watched_globs }}'}, 'register': 'case_after'},
+        {'name': 'Report the case', 'ansible.builtin.debug': {'msg': (
+            "CASE " + label + " {{ {'task': case_task, 'msg': case_result.msg | default('') | string,"
+            " 'result': case_result | to_json,"
+            " 'same': case_after.files == hostvars['baseline'].baseline.files"
+            " and case_after.globs == hostvars['baseline'].baseline.globs} | to_json | b64encode }}")}},
+    ]
+
+
+def _include(target):
+    name, _sep, entry = target.partition(':')
+    include = {'name': 'gpufleet.nvidia.' + name}
+    if entry:
+        include['tasks_from'] = entry
+    return include
+
+
 def _case_play(number, case, placeholders):
     inputs = _fill(case['inputs'], placeholders)
     if case['kind'] == 'role':
-        name, _sep, entry = case['target'].partition(':')
-        include = {'name': 'gpufleet.nvidia.' + name}
-        if entry:
-            include['tasks_from'] = entry
-        action = {'name': 'Include the role', 'ansible.builtin.include_role': include, 'vars': inputs}
+        action = {'name': 'Include the role', 'ansible.builtin.include_role': _include(case['target']), 'vars': inputs}
     else:
         action = {'name': MODULE_TASK, case['target']: inputs}
     return {
@@ -174,23 +214,17 @@ def _case_play(number, case, placeholders):
         'hosts': 'case%03d' % number,
         'gather_facts': bool(case.get('facts')),
         'gather_subset': ['min'],
-        'tasks': [
-            {'name': 'Run the case', 'block': [
-                action,
-                {'name': 'The input should have been refused', 'ansible.builtin.fail': {'msg': 'NOT REFUSED'}},
-            ], 'rescue': [
-                {'name': 'Record the failure', 'ansible.builtin.set_fact': {
-                    'case_task': '{{ ansible_failed_task.name }}',
-                    'case_result': '{{ ansible_failed_result }}'}},
-            ]},
-            {'name': 'Read the watched configuration again', 'gpufleet.nvidia.host_state_info': {
-                'files': '{{ watched_files }}', 'globs': '{{ watched_globs }}'}, 'register': 'case_after'},
-            {'name': 'Report the case', 'ansible.builtin.debug': {'msg': (
-                "CASE %d {{ {'task': case_task, 'msg': case_result.msg | default('') | string,"
-                " 'result': case_result | to_json,"
-                " 'same': case_after.files == hostvars['baseline'].baseline.files"
-                " and case_after.globs == hostvars['baseline'].baseline.globs} | to_json | b64encode }}" % number)}},
-        ],
+        'tasks': _case_tasks(action, number),
+    }
+
+
+def _shared_play(target, facts, numbers):
+    return {
+        'name': 'Cases %s of %s' % (', '.join(str(n) for n in numbers), target),
+        'hosts': ':'.join('case%03d' % n for n in numbers),
+        'gather_facts': facts,
+        'gather_subset': ['min'],
+        'tasks': _case_tasks({'name': 'Include the role', 'ansible.builtin.include_role': _include(target)}, None),
     }
 
 
@@ -202,7 +236,22 @@ def _playbook(placeholders):
         'tasks': [{'name': 'Read it', 'gpufleet.nvidia.host_state_info': {
             'files': '{{ watched_files }}', 'globs': '{{ watched_globs }}'}, 'register': 'baseline'}],
     }
-    return [baseline] + [_case_play(number, case, placeholders) for number, case in enumerate(CASES)]
+    plays, shared = [baseline], {}
+    for number, case in enumerate(CASES):
+        if _shared(case):
+            shared.setdefault((case['target'], bool(case.get('facts'))), []).append(number)
+        else:
+            plays.append(_case_play(number, case, placeholders))
+    return plays + [_shared_play(target, facts, numbers) for (target, facts), numbers in shared.items()]
+
+
+def _hosts(placeholders):
+    """The inventory's hosts: a shared case's host carries its number and inputs."""
+    hosts = {'baseline': None}
+    for number, case in enumerate(CASES):
+        hosts['case%03d' % number] = (dict(_fill(case['inputs'], placeholders), case_number=number)
+                                      if _shared(case) else None)
+    return hosts
 
 
 def _fingerprint():
@@ -227,9 +276,7 @@ def _fingerprint():
 def run(tmp_path_factory, placeholders):
     workdir = tmp_path_factory.mktemp('bad-inputs')
     files, globs = _watched()
-    hosts = dict(('case%03d' % n, None) for n in range(len(CASES)))
-    hosts['baseline'] = None
-    inventory = {'all': {'hosts': hosts, 'vars': {
+    inventory = {'all': {'hosts': _hosts(placeholders), 'vars': {
         'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
         'watched_files': files, 'watched_globs': globs}}}
     (workdir / 'inventory.yml').write_text(yaml.safe_dump(inventory))

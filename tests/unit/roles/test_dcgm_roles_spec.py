@@ -1148,8 +1148,7 @@ MADISON = [
     ('4.5.0', ['datacenter-gpu-manager-4-core', 'datacenter-gpu-manager-4-proprietary', 'datacenter-gpu-manager-4-cuda12']),
 ])
 def test_a_pinned_dcgm_version_must_be_offered(version, unavailable):
-    block = _task('dcgm', 'preflight.yml', 'Check the repositories offer the DCGM version')
-    task = [t for t in block['block'] if t['name'] == 'Check every DCGM package is offered at the version'][0]
+    task = _task('dcgm', 'version_offered.yml', 'Check every DCGM package is offered at the version')
     variables = _variables('dcgm', dcgm_version=version, __dcgm_driver_cuda_major='12', __dcgm_installed={},
                            __dcgm_offered={'stdout_lines': MADISON})
     variables.update(_trust(task['vars']))
