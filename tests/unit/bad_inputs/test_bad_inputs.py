@@ -173,9 +173,8 @@ def _shared(case):
     return case['kind'] == 'role' and case['target'].partition(':')[0] not in ALONE
 
 
-def _case_tasks(action, number):
-    """The case's tasks; number is None where the host variable case_number names it."""
-    label = '{{ case_number }}' if number is None else str(number)
+def _case_tasks(action):
+    """The case's tasks; the host variable case_number names the case in the report."""
     return [
         {'name': 'Run the case', 'block': [
             action,
@@ -188,7 +187,7 @@ def _case_tasks(action, number):
         {'name': 'Read the watched configuration again', 'gpufleet.nvidia.host_state_info': {
             'files': '{{ watched_files }}', 'globs': '{{ watched_globs }}'}, 'register': 'case_after'},
         {'name': 'Report the case', 'ansible.builtin.debug': {'msg': (
-            "CASE " + label + " {{ {'task': case_task, 'msg': case_result.msg | default('') | string,"
+            "CASE {{ case_number }} {{ {'task': case_task, 'msg': case_result.msg | default('') | string,"
             " 'result': case_result | to_json,"
             " 'same': case_after.files == hostvars['baseline'].baseline.files"
             " and case_after.globs == hostvars['baseline'].baseline.globs} | to_json | b64encode }}")}},
@@ -203,29 +202,28 @@ def _include(target):
     return include
 
 
+def _play(name, numbers, facts, action):
+    return {
+        'name': name,
+        'hosts': ':'.join('case%03d' % n for n in numbers),
+        'gather_facts': facts,
+        'gather_subset': ['min'],
+        'tasks': _case_tasks(action),
+    }
+
+
 def _case_play(number, case, placeholders):
     inputs = _fill(case['inputs'], placeholders)
     if case['kind'] == 'role':
         action = {'name': 'Include the role', 'ansible.builtin.include_role': _include(case['target']), 'vars': inputs}
     else:
         action = {'name': MODULE_TASK, case['target']: inputs}
-    return {
-        'name': 'Case %d: %s' % (number, case['id']),
-        'hosts': 'case%03d' % number,
-        'gather_facts': bool(case.get('facts')),
-        'gather_subset': ['min'],
-        'tasks': _case_tasks(action, number),
-    }
+    return _play('Case %d: %s' % (number, case['id']), [number], bool(case.get('facts')), action)
 
 
 def _shared_play(target, facts, numbers):
-    return {
-        'name': 'Cases %s of %s' % (', '.join(str(n) for n in numbers), target),
-        'hosts': ':'.join('case%03d' % n for n in numbers),
-        'gather_facts': facts,
-        'gather_subset': ['min'],
-        'tasks': _case_tasks({'name': 'Include the role', 'ansible.builtin.include_role': _include(target)}, None),
-    }
+    return _play('Cases %s of %s' % (', '.join(str(n) for n in numbers), target), numbers, facts,
+                 {'name': 'Include the role', 'ansible.builtin.include_role': _include(target)})
 
 
 def _playbook(placeholders):
@@ -246,11 +244,11 @@ def _playbook(placeholders):
 
 
 def _hosts(placeholders):
-    """The inventory's hosts: a shared case's host carries its number and inputs."""
+    """The inventory's hosts: each case's host carries its number, a shared case's its inputs too."""
     hosts = {'baseline': None}
     for number, case in enumerate(CASES):
-        hosts['case%03d' % number] = (dict(_fill(case['inputs'], placeholders), case_number=number)
-                                      if _shared(case) else None)
+        inputs = _fill(case['inputs'], placeholders) if _shared(case) else {}
+        hosts['case%03d' % number] = dict(inputs, case_number=number)
     return hosts
 
 
