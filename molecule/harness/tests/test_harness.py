@@ -66,3 +66,26 @@ def test_simulated_nvidia_smi_other_views(host, args):
     result = host.run("nvidia-smi " + " ".join(args))
     assert result.rc == 0, result.stderr
     assert result.stdout.strip()
+
+
+# What a command sees of its container: namespaces, cgroups, capabilities, user, directory and
+# the environment docker gives it. Ansible enters the containers with the harness's connection
+# (gpufleet_nsenter); host.run here is testinfra's docker exec. They must agree, or the role
+# scenarios would test something docker exec (and a real host's SSH session) does not give.
+CONTEXT = (
+    "for ns in mnt pid net uts ipc cgroup; do echo \"$ns $(readlink /proc/self/ns/$ns)\"; done; "
+    "cat /proc/self/cgroup; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status; "
+    "echo \"uid $(id -u) gid $(id -g) cwd $(pwd)\"; "
+    "for v in PATH HOME HOSTNAME container; do eval \"echo $v=\\${$v-unset}\"; done"
+)
+
+
+def test_the_harness_connection_gives_what_docker_exec_gives(host):
+    via_docker_exec = host.check_output(CONTEXT)
+    connection = host.ansible.get_variables().get("ansible_connection")
+    assert connection == "gpufleet_nsenter", connection
+    via_ansible = host.ansible("ansible.builtin.shell", CONTEXT, check=False)
+    assert via_ansible.get("rc") == 0, via_ansible
+    assert via_ansible["stdout"] == via_docker_exec
+    # The container's own cgroups (not init.scope below them, not the controller's).
+    assert "/docker/" in via_docker_exec and "init.scope" not in via_docker_exec
