@@ -19,6 +19,7 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 from ansible.utils.hashing import secure_hash_s
@@ -28,7 +29,7 @@ try:  # ansible-core 2.19: the template action's own variables (ansible_managed,
 except ImportError:  # pragma: no cover - other ansible-core versions
     generate_ansible_template_vars = None
 
-_ARGS = ('dest', 'src', 'content', 'state', 'mode', 'owner', 'group', 'validate', 'known')
+_ARGS = ('dest', 'src', 'content', 'state', 'mode', 'owner', 'group', 'validate', 'known', 'compare_only')
 
 
 def _octal(mode):
@@ -106,10 +107,21 @@ class ActionModule(ActionBase):
             known = known[dest]
         if known is not None and not isinstance(known, dict):
             raise AnsibleActionFail('known must be a file record of gpufleet.nvidia.host_state_info (or its files)')
+        try:
+            compare_only = boolean(args['compare_only'] if args['compare_only'] is not None else False, strict=True)
+        except TypeError:
+            raise AnsibleActionFail('compare_only must be a boolean; got %r' % (args['compare_only'],))
+        if compare_only and known is None:
+            raise AnsibleActionFail('compare_only needs known: the file is compared with that record, never read')
 
         if state == 'absent':
             if known is not None and known.get('exists') is False:
                 result.update(changed=False, dest=dest, state='absent')
+                if compare_only:
+                    result['differs'] = False
+                return result
+            if compare_only:
+                result.update(changed=False, dest=dest, state='absent', differs=True)
                 return result
             result.update(self._delegate('ansible.legacy.file', dict(path=dest, state='absent'), task_vars))
             return result
@@ -120,6 +132,12 @@ class ActionModule(ActionBase):
         checksum = secure_hash_s(to_bytes(content, errors='surrogate_or_strict'))
         if _matches(known, checksum, args):
             result.update(changed=False, dest=dest, checksum=checksum, mode=known.get('mode'))
+            if compare_only:
+                result['differs'] = False
+            return result
+        if compare_only:
+            # A role's plan asks whether the file would be written; the write is the apply stage's.
+            result.update(changed=False, dest=dest, checksum=checksum, differs=True)
             return result
         copy_args = dict(content=content, dest=dest, mode=args['mode'], owner=args['owner'], group=args['group'],
                          validate=args['validate'])

@@ -60,6 +60,12 @@ options:
       - The record of O(dest) from the RV(gpufleet.nvidia.host_state_info#module:files) return value, or that whole
         dictionary.
     type: dict
+  compare_only:
+    description:
+      - Only compare the rendered file with O(known), which is then required, and return RV(differs); nothing runs on
+        the host and the task never reports C(changed). A role's preflight uses it to plan its writes.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -90,6 +96,17 @@ EXAMPLES = r"""
     mode: "0644"
     known: "{{ state.files }}"
   notify: Rebuild the initramfs
+
+- name: Plan the write in preflight, without touching the host
+  gpufleet.nvidia.config_file:
+    src: gres.conf.j2
+    dest: /etc/slurm/gres.conf
+    owner: root
+    group: root
+    mode: "0644"
+    known: "{{ state.files }}"
+    compare_only: true
+  register: gres_conf_plan
 """
 
 RETURN = r"""
@@ -101,4 +118,8 @@ checksum:
   description: SHA-1 of the content written or found.
   returned: when O(state=present)
   type: str
+differs:
+  description: Whether the file on the host (as O(known) records it) differs from the one wanted.
+  returned: when O(compare_only=true)
+  type: bool
 """
