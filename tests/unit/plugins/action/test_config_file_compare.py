@@ -11,15 +11,11 @@ file, one to remove) and never writes, in a real run as in check mode."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+from ansible_collections.gpufleet.nvidia.tests.unit.plugins.action.local_play import play_results, run_play
 
 PLAY = """
 - hosts: localhost
@@ -81,18 +77,8 @@ def _run(tmp_path, *options):
     os.chmod(str(files / 'mode'), 0o600)
     path = tmp_path / 'play.yml'
     path.write_text(PLAY % {'dir': str(files)})
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_CALLBACK_RESULT_FORMAT='json',
-               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
-    # The module runs in this interpreter, not in whatever discovery finds first.
-    proc = subprocess.run([PLAYBOOK_BIN, '-i', 'localhost,', '-e', 'ansible_python_interpreter=' + sys.executable,
-                           str(path)] + list(options), cwd=REPO_ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120,
-                          check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    line = [line for line in proc.stdout.splitlines() if '"RESULTS ' in line][-1]
-    results = json.loads(json.loads('{%s}' % line.strip().rstrip(','))['msg'][len('RESULTS '):])
+    proc = run_play(path, *options)
+    results = play_results(proc)
     contents = dict((name, (files / name).read_text()) for name in ('same', 'other', 'mode'))
     return proc, results, contents, sorted(os.listdir(str(files)))
 

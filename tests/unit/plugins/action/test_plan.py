@@ -11,14 +11,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+from ansible_collections.gpufleet.nvidia.tests.unit.plugins.action.local_play import play_results, run_play
 
 PLAY = """
 - hosts: localhost
@@ -79,19 +75,7 @@ def _run(tmp_path, play, *options):
     path = tmp_path / 'play.yml'
     path.write_text(play % ''.join(
         WRONG % (json.dumps('Call the plan with ' + json.dumps(call)), json.dumps(call)) for call, _message in WRONG_CALLS))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_CALLBACK_RESULT_FORMAT='json',
-               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
-    return subprocess.run([PLAYBOOK_BIN, '-i', 'localhost,', str(path)] + list(options), cwd=REPO_ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120,
-                          check=False)
-
-
-def _results(proc):
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    line = [line for line in proc.stdout.splitlines() if '"RESULTS ' in line][-1]
-    return json.loads(json.loads('{%s}' % line.strip().rstrip(','))['msg'][len('RESULTS '):])
+    return run_play(path, *options)
 
 
 def _block(stdout, task):
@@ -103,7 +87,7 @@ def _block(stdout, task):
 def runs(tmp_path_factory):
     real = _run(tmp_path_factory.mktemp('real'), PLAY)
     check = _run(tmp_path_factory.mktemp('check'), PLAY, '--check')
-    return {'real': (real, _results(real)), 'check': (check, _results(check))}
+    return {'real': (real, play_results(real)), 'check': (check, play_results(check))}
 
 
 def test_the_plan_keeps_only_the_work_and_the_notes(runs):
