@@ -41,6 +41,22 @@ attributes:
       - This action does not modify state.
 """
 
+    # Actions that run on the controller alone and change nothing on a host
+    # (check_inputs, plan): what they support, in one place.
+    CONTROLLER_ONLY = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+  action:
+    description: Runs on the controller only.
+    support: full
+"""
+
     # Read-only modules that also set ansible_facts; use with INFO_MODULE.
     FACTS = r"""
 options: {}

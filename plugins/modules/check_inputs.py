@@ -25,6 +25,7 @@ description:
     that rule broken.
 extends_documentation_fragment:
   - gpufleet.nvidia.attributes
+  - gpufleet.nvidia.attributes.CONTROLLER_ONLY
 options:
   rules:
     description: The rules, checked in order; all are checked even when one is broken.
@@ -53,16 +54,6 @@ options:
         description: Do not show the value in the message (passwords, private keys, password hashes).
         type: bool
         default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
-  action:
-    description: Runs on the controller only.
-    support: full
 seealso:
   - module: ansible.builtin.assert
   - module: ansible.builtin.validate_argument_spec

@@ -27,6 +27,7 @@ description:
     run (C(apt-mark), C(nvidia-ctk)) are skipped there. In a real run it never reports C(changed); the act tasks do.
 extends_documentation_fragment:
   - gpufleet.nvidia.attributes
+  - gpufleet.nvidia.attributes.CONTROLLER_ONLY
 options:
   role:
     description: The role whose plan this is, named in the message.
@@ -50,16 +51,6 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
-  action:
-    description: Runs on the controller only.
-    support: full
 seealso:
   - module: ansible.builtin.debug
 """
