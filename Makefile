@@ -37,7 +37,11 @@ $(STAMP): requirements/dev.txt
 demo: setup
 	tests/harness/demo.sh
 
-test: setup lint sanity unit molecule
+# lint and sanity each keep one core busy, so they run side by side (each
+# one's output printed whole when it ends); unit and Molecule use both cores.
+test: setup
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint sanity
+	$(MAKE) --no-print-directory unit molecule
 	@echo "make test: all checks passed"
 
 lint: setup

@@ -45,7 +45,7 @@ GPU_SERVICES = {HGX: ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcg
                 L40S: ("nvidia-persistenced", "nvidia-dcgm", "nvidia-dcgm-exporter")}
 INITRAMFS_LOG = "/var/log/gpufleet-test/update-initramfs.log"
 MODPROBE_FILES = ("/etc/modprobe.d/gpufleet-blacklist-nouveau.conf",)
-# What molecule/container_toolkit/files/daemon.json (put in place by prepare.yml) holds.
+# What molecule/nvidia_driver/files/daemon.json (put in place by prepare.yml) holds.
 DOCKER_BEFORE = {"data-root": "/srv/docker", "live-restore": True, "log-driver": "json-file",
                  "log-opts": {"max-file": "3", "max-size": "100m"}, "registry-mirrors": ["https://mirror.gcr.io"]}
 DRIVER_HELD = ("nvidia-driver", "nvidia-open", "nvidia-kernel-open-dkms", "libcuda1", "nvidia-smi")

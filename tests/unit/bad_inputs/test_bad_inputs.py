@@ -184,8 +184,13 @@ def _case_tasks(action):
                 'case_task': '{{ ansible_failed_task.name }}',
                 'case_result': '{{ ansible_failed_result }}'}},
         ]},
+        # Once per play: every case host is this machine, and the linear
+        # strategy reads only after every case of the play has run, so the
+        # hosts of a play would all read the same state. run_once gives each
+        # of them the one read (register and run_once set it on every host).
         {'name': 'Read the watched configuration again', 'gpufleet.nvidia.host_state_info': {
-            'files': '{{ watched_files }}', 'globs': '{{ watched_globs }}'}, 'register': 'case_after'},
+            'files': '{{ watched_files }}', 'globs': '{{ watched_globs }}'}, 'register': 'case_after',
+         'run_once': True},
         {'name': 'Report the case', 'ansible.builtin.debug': {'msg': (
             "CASE {{ case_number }} {{ {'task': case_task, 'msg': case_result.msg | default('') | string,"
             " 'result': case_result | to_json,"

@@ -193,7 +193,7 @@ def test_platform_data_covers_both_architectures(os_file):
 
 # --- Runtime configuration against the simulated nvidia-ctk ---------------------
 
-SCENARIO_FILES = os.path.join(REPO_ROOT, 'molecule', 'container_toolkit', 'files')
+SCENARIO_FILES = os.path.join(REPO_ROOT, 'molecule', 'nvidia_driver', 'files')
 RUNTIME_FILES = {
     'docker': ['/etc/docker/daemon.json'],
     'containerd': ['/etc/containerd/config.toml', '/etc/containerd/conf.d/99-nvidia.toml'],

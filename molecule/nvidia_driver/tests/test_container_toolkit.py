@@ -16,7 +16,7 @@ from host_checks import keyring_primary_fingerprints  # noqa: E402  pylint: disa
 
 PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
             "libnvidia-container1")
-# What molecule/container_toolkit/files/ put in place before the first converge.
+# What molecule/nvidia_driver/files/ put in place before the first converge.
 DOCKER_BEFORE = {
     "data-root": "/srv/docker",
     "live-restore": True,
