@@ -340,7 +340,8 @@ def enable_ssh(name, index, public_key):
         'systemctl restart ssh', '']), timeout=900)
 
 
-def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_sizes=(), mitogen=None):
+def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_sizes=(), mitogen=None,
+                  transports=('docker', 'ssh'), forks_list=(1, 4)):
     """The rerun on 1, 4 and 8 nodes (over docker and SSH) and on docker_only_sizes
     (over docker), started from a committed converged node."""
     seed = PREFIX + 'seed'
@@ -363,7 +364,7 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_size
         enable_ssh(name, index, public_key)
     known = os.path.join(workdir, 'known_hosts')
     for size in sorted(set(sizes) | set(docker_only_sizes)):
-        for transport in ('docker', 'ssh') if size in sizes else ('docker',):
+        for transport in transports if size in sizes else ('docker',):
             inventory = tree.inventory(workdir, nodes[:size], ssh_key=key if transport == 'ssh' else None)
             settings = {} if transport == 'docker' else {
                 'host_key_checking': 'False',
@@ -381,7 +382,7 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_size
         measured = measure_rerun(tree, workdir, inventory, runs, 'mitogen%d' % max(sizes), extra=extra, **settings)
         measured['per_host_s'] = round(measured['median_s'] / max(sizes), 2)
         fleet['mitogen_docker_%d' % max(sizes)] = measured
-    for forks in (1, 4):
+    for forks in forks_list:
         log('fleet: %d nodes, forks %d' % (len(nodes), forks))
         measured = measure_rerun(tree, workdir, inventory, runs, 'forks%d' % forks, forks=forks)
         fleet['docker_%d_forks_%d' % (max(sizes), forks)] = measured
@@ -492,6 +493,12 @@ def main(argv=None):
     parser.add_argument('--keep', action='store_true', help='keep the rerun node afterwards')
     parser.add_argument('--mitogen', default='',
                         help='directory holding ansible_mitogen: adds the mitogen section and the 8-node fleet under it')
+    parser.add_argument('--fleet-sizes', default='1,4,8',
+                        help='comma-separated fleet sizes measured over every --fleet-transports (the largest one '
+                             'also under Mitogen and with other forks)')
+    parser.add_argument('--fleet-transports', default='docker,ssh', help='docker, ssh or both')
+    parser.add_argument('--fleet-forks', default='1,4',
+                        help='comma-separated forks settings the largest fleet is also measured with (empty: none)')
     parser.add_argument('--fleet-large', default='32',
                         help='comma-separated fleet sizes measured over docker only, beside 1, 4 and 8 (empty: none)')
     args = parser.parse_args(argv)
@@ -511,7 +518,7 @@ def main(argv=None):
     result = {'date': datetime.datetime.now().isoformat(timespec='seconds'), 'commit': tree.label,
               'working_tree_clean': not dirty.stdout.strip(), 'baseline_commit': args.baseline,
               'runs': args.runs, 'machine': machine(),
-              'command': 'benchmarks/run.py --runs %d --sections %s' % (args.runs, args.sections)}
+              'command': 'benchmarks/run.py ' + ' '.join(argv if argv is not None else sys.argv[1:])}
     started = time.monotonic()
     try:
         if 'cold' in sections:
@@ -531,8 +538,11 @@ def main(argv=None):
             section_mitogen(tree, args.workdir, args.runs, result, inventory, args.mitogen)
         if 'fleet' in sections:
             section_fleet(tree, args.workdir, args.runs, result,
+                          sizes=tuple(int(n) for n in args.fleet_sizes.split(',') if n),
                           docker_only_sizes=tuple(int(n) for n in args.fleet_large.split(',') if n),
-                          mitogen=args.mitogen or None)
+                          mitogen=args.mitogen or None,
+                          transports=tuple(t for t in args.fleet_transports.split(',') if t),
+                          forks_list=tuple(int(n) for n in args.fleet_forks.split(',') if n))
     finally:
         if not args.keep:
             _s, names = run(['docker', 'ps', '-a', '--format', '{{.Names}}'], check=False)
