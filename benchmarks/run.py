@@ -37,6 +37,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -518,7 +519,7 @@ def main(argv=None):
     result = {'date': datetime.datetime.now().isoformat(timespec='seconds'), 'commit': tree.label,
               'working_tree_clean': not dirty.stdout.strip(), 'baseline_commit': args.baseline,
               'runs': args.runs, 'machine': machine(),
-              'command': 'benchmarks/run.py ' + ' '.join(argv if argv is not None else sys.argv[1:])}
+              'command': 'benchmarks/run.py ' + ' '.join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))}
     started = time.monotonic()
     try:
         if 'cold' in sections:
