@@ -94,6 +94,27 @@ def median(values):
 
 # ----------------------------------------------------------------- nodes
 
+# Each node is a systemd container, and its systemd and journald take inotify
+# instances of the host's root user: with Linux's default limit of 128, the
+# 22nd node of a 32-node run never finished booting (measured 2026-12-04,
+# about 6 instances a node). Say so before starting any node.
+INOTIFY_PER_NODE = 6
+
+
+def check_host_limits(count):
+    path = '/proc/sys/fs/inotify/max_user_instances'
+    try:
+        with open(path) as handle:
+            limit = int(handle.read())
+    except (OSError, ValueError):
+        return
+    need = count * INOTIFY_PER_NODE + 16
+    if limit < need:
+        raise SystemExit('%d nodes need about %d inotify instances, but fs.inotify.max_user_instances is %d: '
+                         'raise it (sysctl -w fs.inotify.max_user_instances=%d) or measure fewer nodes'
+                         % (count, need, limit, need))
+
+
 def start_node(name, image='gpufleet/debian12-systemd:latest'):
     run(['docker', 'rm', '-f', name], check=False)
     # The container shape of the harness (tests/harness/demo.sh).
@@ -345,6 +366,7 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_size
                   transports=('docker', 'ssh'), forks_list=(1, 4)):
     """The rerun on 1, 4 and 8 nodes (over docker and SSH) and on docker_only_sizes
     (over docker), started from a committed converged node."""
+    check_host_limits(max(tuple(sizes) + tuple(docker_only_sizes)) + 1)
     seed = PREFIX + 'seed'
     log('converge the seed node and commit it')
     converge_node(tree, workdir, seed)
