@@ -2,7 +2,18 @@
 # Build the systemd base images the Molecule scenarios run on. No registry is
 # reachable, so images come from debootstrap + `docker import`, and are reused
 # while their recipe (this file's content + release + package list) is unchanged.
-#   base-images.sh [debian12] [debian13]     (default: both)
+#   base-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404]   (default: all)
+#
+# The Ubuntu-shaped images are NOT Ubuntu: no Ubuntu archive is reachable from
+# our machines. Each is a Debian image (ubuntu2204 from bookworm, ubuntu2404
+# from trixie: the Debian release Ubuntu's own /etc/debian_version names, the
+# one its toolchain and systemd were taken from) with Ubuntu's os-release,
+# lsb-release, debian_version and apt source layout (22.04: one-line
+# sources.list; 24.04: deb822 ubuntu.sources). The harness serves a simulated
+# Canonical archive for those sources and points them at it in prepare
+# (molecule/_shared/prepare.yml); Debian's archive stays configured, labelled,
+# for the userland's own packages (dkms, gcc). docs/testing.md says what such
+# a host can and cannot show.
 set -euo pipefail
 
 MIRROR=${GPUFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -20,9 +31,17 @@ PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,ipr
 BUILD_TOOLS="gcc dpkg-dev make patch"
 
 declare -A SUITE=([debian12]=bookworm [debian13]=trixie)
+# Shaped image -> the Debian image it is derived from.
+declare -A SHAPED_FROM=([ubuntu2204]=debian12 [ubuntu2404]=debian13)
 here=$(cd "$(dirname "$0")" && pwd)
+# The Debian images' recipe is this file down to the shaped images' part, so
+# that a change to the shaping rebuilds only the shaped images (seconds), not
+# the Debian ones (minutes).
 recipe_hash() {
-  { cat "$0"; echo "$1 $MIRROR $PACKAGES $BUILD_TOOLS"; } | sha256sum | cut -c1-12
+  { sed '/^# === Shaped images/q' "$0"; echo "$1 $MIRROR $PACKAGES $BUILD_TOOLS"; } | sha256sum | cut -c1-12
+}
+shaped_hash() {
+  { recipe_hash "${SHAPED_FROM[$1]}"; cat "$0"; echo "$1"; } | sha256sum | cut -c1-12
 }
 
 retry() {
@@ -86,9 +105,144 @@ SOURCES
   docker tag "$tag" "gpufleet/${name}-systemd:latest"
 }
 
+# === Shaped images (their recipe: the whole file; see recipe_hash)
+
+# Ubuntu's files, as on a 22.04.5 / 24.04.2 server (sources and facts:
+# docs/reference/platform-package-facts.md, sections 1.7 and 1.8). VARIANT
+# says what the host is; it must not contain "Debian", which Ansible's
+# os-release parser would take for the distribution.
+ubuntu_files() {
+  local version=$1 codename=$2 point=$3 name=$4 debian_suite=$5
+  cat <<EOF
+--- /usr/lib/os-release
+PRETTY_NAME="Ubuntu $version.$point LTS"
+NAME="Ubuntu"
+VERSION_ID="$version"
+VERSION="$version.$point LTS ($name)"
+VERSION_CODENAME=$codename
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=$codename
+EOF
+  [ "$version" = 24.04 ] && echo "LOGO=ubuntu-logo"
+  cat <<EOF
+VARIANT="gpufleet.nvidia shaped test host, not Ubuntu: see /etc/gpufleet-shaped-host"
+VARIANT_ID=gpufleet-shaped
+--- /etc/lsb-release
+DISTRIB_ID=Ubuntu
+DISTRIB_RELEASE=$version
+DISTRIB_CODENAME=$codename
+DISTRIB_DESCRIPTION="Ubuntu $version.$point LTS"
+--- /etc/debian_version
+$debian_suite/sid
+--- /etc/gpufleet-shaped-host
+This test host is shaped like Ubuntu $version ($codename); it is not Ubuntu.
+Userland: Debian $debian_suite (its packages, Python, apt and systemd versions).
+Kernel: the machine's, shared by every container (uname -r).
+Ubuntu's files: os-release, lsb-release, debian_version, the apt source layout.
+Archive: a simulated Canonical archive served by the gpufleet.nvidia test
+harness (tests/nvidia_sim/repo), for what the roles install from Ubuntu.
+Debian's archive stays configured for the userland's own packages:
+/etc/apt/sources.list.d/debian-userland.sources.
+--- /etc/apt/sources.list.d/debian-userland.sources
+# The shaped host's userland is Debian's: its own packages (dkms, gcc, python3)
+# come from Debian's archive. What the roles install from Ubuntu comes from the
+# simulated Canonical archive of the Ubuntu sources.
+Types: deb
+URIs: $MIRROR
+Suites: $debian_suite $debian_suite-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+}
+
+# Ubuntu's sources name archive.ubuntu.com until prepare points them at the
+# simulated archive (its URL holds the build's content hash), as a site
+# points them at its mirror.
+ubuntu_sources() {
+  local version=$1 codename=$2
+  if [ "$version" = 22.04 ]; then
+    cat <<EOF
+--- /etc/apt/sources.list
+deb http://archive.ubuntu.com/ubuntu/ $codename main restricted
+deb http://archive.ubuntu.com/ubuntu/ $codename-updates main restricted
+deb http://archive.ubuntu.com/ubuntu/ $codename universe
+deb http://archive.ubuntu.com/ubuntu/ $codename-updates universe
+deb http://archive.ubuntu.com/ubuntu/ $codename multiverse
+deb http://archive.ubuntu.com/ubuntu/ $codename-updates multiverse
+deb http://archive.ubuntu.com/ubuntu/ $codename-backports main restricted universe multiverse
+deb http://security.ubuntu.com/ubuntu/ $codename-security main restricted
+deb http://security.ubuntu.com/ubuntu/ $codename-security universe
+deb http://security.ubuntu.com/ubuntu/ $codename-security multiverse
+EOF
+  else
+    cat <<EOF
+--- /etc/apt/sources.list.d/ubuntu.sources
+Types: deb
+URIs: http://archive.ubuntu.com/ubuntu/
+Suites: $codename $codename-updates $codename-backports
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+
+Types: deb
+URIs: http://security.ubuntu.com/ubuntu/
+Suites: $codename-security
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+EOF
+  fi
+}
+
+# A container of the Debian image, changed by a script and committed: seconds,
+# where a debootstrap of its own would take minutes.
+shape() {
+  local name=$1 from=${SHAPED_FROM[$1]} base tag container
+  base="gpufleet/${from}-systemd:$(recipe_hash "$from")"
+  tag="gpufleet/${name}-systemd:$(shaped_hash "$name")"
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    echo "shaped image $tag: cached"
+  else
+    case $name in
+      ubuntu2204) set -- 22.04 jammy 5 "Jammy Jellyfish" "${SUITE[$from]}" ;;
+      ubuntu2404) set -- 24.04 noble 2 "Noble Numbat" "${SUITE[$from]}" ;;
+    esac
+    container="gpufleet-shape-$name-$$"
+    # Files are streamed as "--- <path>" headers followed by their lines.
+    { ubuntu_files "$@"; ubuntu_sources "$1" "$2"; } |
+      docker run -i --name "$container" --network none "$base" /bin/sh -c '
+        set -eu
+        rm -f /etc/apt/sources.list /etc/os-release
+        path=""
+        while IFS= read -r line; do
+          case $line in
+            "--- "*) path=${line#--- }; mkdir -p "$(dirname "$path")"; : >"$path" ;;
+            *) printf "%s\n" "$line" >>"$path" ;;
+          esac
+        done
+        ln -s ../usr/lib/os-release /etc/os-release
+        echo "$0" >/etc/hostname
+      ' "$name" || { docker rm -f "$container" >/dev/null 2>&1; return 1; }
+    docker commit --change 'CMD ["/lib/systemd/systemd"]' "$container" "$tag" >/dev/null
+    docker rm "$container" >/dev/null
+    echo "shaped image $tag: built from $base"
+  fi
+  docker tag "$tag" "gpufleet/${name}-systemd:latest"
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(debian12 debian13)
+[ ${#targets[@]} -gt 0 ] || targets=(debian12 debian13 ubuntu2204 ubuntu2404)
 for t in "${targets[@]}"; do
-  [ -n "${SUITE[$t]:-}" ] || { echo "unknown image $t (known: ${!SUITE[*]})" >&2; exit 2; }
-  build "$t"
+  if [ -n "${SUITE[$t]:-}" ]; then
+    build "$t"
+  elif [ -n "${SHAPED_FROM[$t]:-}" ]; then
+    build "${SHAPED_FROM[$t]}"
+    shape "$t"
+  else
+    echo "unknown image $t (known: ${!SUITE[*]} ${!SHAPED_FROM[*]})" >&2
+    exit 2
+  fi
 done

@@ -13,15 +13,56 @@ from host_checks import keyring_primary_fingerprints  # noqa: E402  pylint: disa
 KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
 SOURCE = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
 PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
-KERNEL_MODULE_PACKAGE = {"open": "nvidia-kernel-open-dkms", "proprietary": "nvidia-kernel-dkms"}
+
+# The packages that tell the driver's version and flavour, per packaging: NVIDIA's
+# Debian pieces, NVIDIA's Ubuntu tree (branch-named), Canonical's server branch
+# (the Ubuntu-shaped hosts' simulated archive). {b}: branch, {o}: "-open" or "".
+PACKAGING = {
+    "nvidia-debian": {
+        "version": "nvidia-driver",
+        "module": {"open": "nvidia-kernel-open-dkms", "proprietary": "nvidia-kernel-dkms"},
+        "held": {"nvidia-driver", "nvidia-smi", "libcuda1", "libnvidia-ml1"},
+        "pinned": "nvidia-driver libcuda1",
+    },
+    "nvidia-ubuntu": {
+        "version": "nvidia-utils-{b}",
+        "module": {"open": "nvidia-dkms-{b}-open", "proprietary": "nvidia-dkms-{b}"},
+        "held": {"nvidia-driver-{b}{o}", "nvidia-utils-{b}", "libnvidia-compute-{b}"},
+        "pinned": "nvidia-utils-{b} libnvidia-compute-{b}",
+    },
+    "distribution-ubuntu": {
+        "version": "nvidia-utils-{b}-server",
+        # The prebuilt, Canonical-signed module of the kernel flavour.
+        "module": {"open": "linux-modules-nvidia-{b}-server-open-generic",
+                   "proprietary": "linux-modules-nvidia-{b}-server-generic"},
+        "held": {"nvidia-headless-no-dkms-{b}-server{o}", "nvidia-utils-{b}-server",
+                 "libnvidia-compute-{b}-server", "nvidia-kernel-common-{b}-server"},
+        "pinned": "nvidia-utils-{b}-server libnvidia-compute-{b}-server",
+    },
+}
 
 
 @pytest.fixture(scope="module")
 def expected(host):
     variables = host.ansible.get_variables()
+    source = variables.get("nvidia_driver_source", "nvidia")
+    ubuntu = any(group.startswith("ubuntu") for group in variables["group_names"])
+    branch = str(variables["nvidia_driver_branch"])
+    flavour = variables["nvidia_driver_flavour"]
+    packaging = PACKAGING["%s-%s" % (source, "ubuntu" if ubuntu else "debian")]
+
+    def name(template):
+        return template.format(b=branch, o="-open" if flavour == "open" else "")
+
     return {
-        "branch": str(variables["nvidia_driver_branch"]),
-        "flavour": variables["nvidia_driver_flavour"],
+        "source": source,
+        "ubuntu": ubuntu,
+        "version_package": name(packaging["version"]),
+        "module_packages": {key: name(value) for key, value in packaging["module"].items()},
+        "held": {name(value) for value in packaging["held"]},
+        "pinned": name(packaging["pinned"]),
+        "branch": branch,
+        "flavour": flavour,
         "hardening": bool(variables.get("nvidia_driver_device_file_hardening", False)),
         "module_options": variables.get("nvidia_driver_module_options", {}),
         "gpus": int(variables["nvidia_driver_expected_gpu_count"]),
@@ -37,18 +78,26 @@ def repo_fingerprint():
 
 
 @pytest.fixture(scope="module")
-def installed_driver(host):
-    return host.package("nvidia-driver").version.split("-")[0]
+def installed_driver(host, expected):
+    return host.package(expected["version_package"]).version.split("-")[0]
+
+
+@pytest.fixture(scope="module")
+def nvidia_repository(expected):
+    if expected["source"] != "nvidia":
+        pytest.skip("nvidia_driver_source is %s: no NVIDIA repository is configured" % expected["source"])
 
 
 # --- repository -----------------------------------------------------------
 
+@pytest.mark.usefixtures("nvidia_repository")
 def test_keyring_is_the_pinned_key(host, repo_fingerprint):
     keyring = host.file(KEYRING)
     assert keyring.exists and keyring.user == "root" and keyring.mode == 0o644
     assert keyring_primary_fingerprints(host, KEYRING) == [repo_fingerprint]
 
 
+@pytest.mark.usefixtures("nvidia_repository")
 def test_source_is_signed_by_the_keyring_only(host):
     source = host.file(SOURCE).content_string
     assert "Signed-By: %s" % KEYRING in source
@@ -70,14 +119,35 @@ def test_apt_verifies_the_repository(host):
 
 def test_requested_branch_and_flavour_are_installed(host, expected, installed_driver):
     assert installed_driver.split(".")[0] == expected["branch"]
-    assert host.package(KERNEL_MODULE_PACKAGE[expected["flavour"]]).is_installed
+    assert host.package(expected["module_packages"][expected["flavour"]]).is_installed
     other = "proprietary" if expected["flavour"] == "open" else "open"
-    assert not host.package(KERNEL_MODULE_PACKAGE[other]).is_installed
-    if expected["flavour"] == "proprietary":
+    assert not host.package(expected["module_packages"][other]).is_installed
+    if expected["flavour"] == "proprietary" and expected["source"] == "nvidia" and not expected["ubuntu"]:
         assert host.package("cuda-drivers-%s" % expected["branch"]).is_installed
 
 
-def test_driver_packages_are_held_at_one_version(host, installed_driver):
+def test_canonical_prebuilt_module_without_dkms(host, expected, installed_driver):
+    """Ubuntu's own packages: the module comes prebuilt and signed for the
+    installed kernel flavour's kernel (simulated linux-restricted-modules), so
+    neither DKMS nor the graphics stack nor the X server driver is installed."""
+    if expected["source"] != "distribution" or not expected["ubuntu"]:
+        pytest.skip("Canonical's prebuilt modules are Ubuntu's nvidia_driver_source: distribution")
+    suffix = "-open" if expected["flavour"] == "open" else ""
+    abi = host.check_output(r"dpkg-query -W -f='${Depends}' linux-image-generic")
+    abi = re.search(r"linux-image-(\d+\.\d+\.\d+-\d+-generic)", abi).group(1)
+    module = "linux-modules-nvidia-%s-server%s-%s" % (expected["branch"], suffix, abi)
+    assert host.package(module).is_installed
+    assert host.file("/lib/modules/%s/kernel/nvidia-%ssrv/nvidia.ko" % (abi, expected["branch"])).exists
+    for absent in ("dkms", "nvidia-dkms-%s-server%s" % (expected["branch"], suffix),
+                   "nvidia-driver-%s-server%s" % (expected["branch"], suffix),
+                   "xserver-xorg-video-nvidia-%s-server" % expected["branch"]):
+        assert not host.package(absent).is_installed, absent
+    # The flavour's meta package follows the kernel: never held, never pinned.
+    meta = expected["module_packages"][expected["flavour"]]
+    assert meta not in host.check_output("apt-mark showhold").split()
+
+
+def test_driver_packages_are_held_at_one_version(host, expected, installed_driver):
     held = set(host.check_output("apt-mark showhold").split())
     listing = host.check_output(r"dpkg-query -W -f='${Package} ${Version}\n' 'nvidia-*' 'libnvidia-*' 'libcuda*'")
     driver_packages = {}
@@ -85,17 +155,17 @@ def test_driver_packages_are_held_at_one_version(host, installed_driver):
         name, _unused, version = line.partition(" ")
         if re.match(r"^[0-9]{3,4}\.", version):
             driver_packages[name] = version.split("-")[0]
-    assert {"nvidia-driver", "nvidia-smi", "libcuda1", "libnvidia-ml1"} <= set(driver_packages)
+    assert expected["held"] <= set(driver_packages)
     assert set(driver_packages) <= held, "not held: %s" % sorted(set(driver_packages) - held)
     assert set(driver_packages.values()) == {installed_driver}
 
 
-def test_driver_version_is_pinned(host, installed_driver):
+def test_driver_version_is_pinned(host, expected, installed_driver):
     pin = host.file(PIN).content_string
     assert "Pin: version %s-*" % installed_driver in pin
     assert "Pin-Priority: 1000" in pin
     # apt agrees: the installed version is every piece's candidate.
-    policy = host.check_output("apt-cache policy nvidia-driver libcuda1")
+    policy = host.check_output("apt-cache policy %s" % expected["pinned"])
     assert policy.count("Candidate: %s-" % installed_driver) == 2
 
 
@@ -139,7 +209,9 @@ def test_module_options_are_in_one_managed_file(host, expected):
         assert values["NVreg_RestrictProfilingToAdminUsers"] == "1"
 
 
-def test_dkms_module_is_installed_for_the_running_kernel(host, installed_driver):
+def test_dkms_module_is_installed_for_the_running_kernel(host, expected, installed_driver):
+    if expected["source"] == "distribution" and expected["ubuntu"]:
+        pytest.skip("the module is Canonical's prebuilt one (test_canonical_prebuilt_module_without_dkms)")
     kernel = host.check_output("uname -r")
     status = host.check_output("dkms status")
     assert re.search(r"^nvidia[/,] ?%s, %s, x86_64: installed" % (re.escape(installed_driver), re.escape(kernel)),

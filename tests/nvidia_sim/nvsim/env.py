@@ -27,6 +27,10 @@ DRIVER_VERSION_FILE = MARKER_DIR + ("driver-version",)
 # absent = nvidia-smi cannot load libnvidia-ml.so.1 (exit 12).
 NVML_VERSION_FILE = MARKER_DIR + ("nvml-version",)
 FLAVOUR_FILE = MARKER_DIR + ("kernel-module-flavour",)
+# Prebuilt modules (Canonical's linux-restricted-modules) mark their flavour
+# per kernel: a DKMS package may be installed beside them (two packages
+# cannot ship one file), and every kernel has its own module package.
+PREBUILT_FLAVOUR_DIR = MARKER_DIR + ("prebuilt-kernel-module-flavour",)
 COMPONENT_VERSION_FILES = {
     "container-toolkit": MARKER_DIR + ("container-toolkit-version",),
     "dcgm": MARKER_DIR + ("dcgm-version",),
@@ -182,8 +186,24 @@ def loaded_driver_version():
 
 
 def module_flavour():
-    """'open' or 'proprietary' from the kernel-module package, None if absent."""
-    return _read_line(FLAVOUR_FILE)
+    """'open' or 'proprietary' from the kernel-module package, None if absent.
+
+    A DKMS-built module wins over a prebuilt one, as depmod ranks
+    updates/dkms before the kernel's own tree; among prebuilt ones (one per
+    kernel; the simulation has no booted kernel) the first kernel by name.
+    """
+    flavour = _read_line(FLAVOUR_FILE)
+    if flavour:
+        return flavour
+    try:
+        kernels = sorted(os.listdir(path(*PREBUILT_FLAVOUR_DIR)))
+    except OSError:
+        return None
+    for kernel in kernels:
+        flavour = _read_line(PREBUILT_FLAVOUR_DIR + (kernel,))
+        if flavour:
+            return flavour
+    return None
 
 
 def driver_branch(version):

@@ -1,10 +1,12 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Flat apt repository metadata and its signature.
+"""Apt repository metadata and its signature: flat repositories (NVIDIA's)
+and a Debian-style archive with dists/ and pool/ (Ubuntu's).
 
-The Release file has the fields and layout of NVIDIA's repository tool
+A flat Release file has the fields and layout of NVIDIA's repository tool
 (NVIDIA/cuda-repo-management): Origin, Label, Architecture, Date, hashes,
-Acquire-By-Hash: no, no Valid-Until.  Keys are throwaway ed25519 keys and
-signatures use SHA512, which apt's sqv (Debian 13) accepts.
+Acquire-By-Hash: no, no Valid-Until.  A suite's Release lists the indexes of
+its components relative to dists/<suite>/.  Keys are throwaway ed25519 keys
+and signatures use SHA512, which apt's sqv (Debian 13) accepts.
 """
 
 import email.utils
@@ -57,31 +59,75 @@ def stop_agent(homedir):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
-def write_packages(directory):
-    """Packages (apt-ftparchive, Filename: ./<deb>) and Packages.gz."""
-    output = subprocess.run(["apt-ftparchive", "packages", "."], cwd=directory, check=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout
+def scan_packages(directory, path="."):
+    """Index stanzas of the .debs below directory/path (apt-ftparchive;
+    Filename relative to directory)."""
+    return subprocess.run(["apt-ftparchive", "packages", path], cwd=directory, check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout
+
+
+def stanzas_by_filename(index):
+    """{Filename: stanza} of an index as scan_packages returns it."""
+    result = {}
+    for stanza in index.decode("utf-8").split("\n\n"):
+        if stanza.strip():
+            filename = next(line.split(": ", 1)[1] for line in stanza.splitlines() if line.startswith("Filename: "))
+            result[filename] = stanza.strip("\n") + "\n"
+    return result
+
+
+def write_index(directory, data):
+    """Packages and Packages.gz of directory (empty data: an empty index)."""
+    os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "Packages"), "wb") as handle:
-        handle.write(output)
+        handle.write(data)
     with open(os.path.join(directory, "Packages.gz"), "wb") as raw:
         with gzip.GzipFile(filename="Packages", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as handle:
-            handle.write(output)
+            handle.write(data)
+
+
+def write_packages(directory):
+    """Packages (apt-ftparchive, Filename: ./<deb>) and Packages.gz."""
+    write_index(directory, scan_packages(directory))
+
+
+def _hash_lines(directory, names, hashes):
+    files = []
+    for name in names:
+        with open(os.path.join(directory, name), "rb") as handle:
+            files.append((name, handle.read()))
+    lines = []
+    for field, algorithm in hashes:
+        lines.append("%s:" % field)
+        for name, data in files:
+            lines.append(" %s %16d %s" % (hashlib.new(algorithm, data).hexdigest(), len(data), name))
+    return lines
 
 
 def write_release(directory, origin, label, architecture, now=None):
     date = email.utils.formatdate(now if now is not None else time.time(), usegmt=True)
     lines = ["Origin: %s" % origin, "Label: %s" % label, "Architecture: %s" % architecture, "Date: %s" % date]
-    files = []
-    for name in ("Packages", "Packages.gz"):
-        with open(os.path.join(directory, name), "rb") as handle:
-            files.append((name, handle.read()))
-    for field, algorithm in HASHES:
-        lines.append("%s:" % field)
-        for name, data in files:
-            lines.append(" %s %16d %s" % (hashlib.new(algorithm, data).hexdigest(), len(data), name))
+    lines += _hash_lines(directory, ("Packages", "Packages.gz"), HASHES)
     lines.append("Acquire-By-Hash: no")
     with open(os.path.join(directory, "Release"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
+
+
+def write_suite_release(directory, fields, index_names, hashes=HASHES, now=None):
+    """dists/<suite>/Release: fields ((name, value) pairs; a ("Date", None)
+    pair gets the date, in UTC as Ubuntu writes it) and the hashes of
+    index_names (paths relative to directory)."""
+    date = email.utils.formatdate(now if now is not None else time.time(), usegmt=True).replace("GMT", "UTC")
+    lines = ["%s: %s" % (name, date if name == "Date" and value is None else value) for name, value in fields]
+    lines += _hash_lines(directory, index_names, hashes)
+    with open(os.path.join(directory, "Release"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def pool_path(component, source, filename):
+    """pool/<component>/<l|libX>/<source>/<file>, the Debian archive's pool layout."""
+    prefix = source[:4] if source.startswith("lib") else source[0]
+    return "/".join(("pool", component, prefix, source, filename))
 
 
 def link_or_copy(source, target):

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Build the signed apt repositories of the simulated NVIDIA stack (test double).
+"""Build the signed apt repositories of the simulated NVIDIA stack (test double):
+NVIDIA's CUDA and container toolkit repositories and a Canonical (Ubuntu) archive.
 
     python3 tests/nvidia_sim/repo/build_repo.py --out DIR [--payload tests/nvidia_sim]
         [--base-url http://127.0.0.1:8765] [--force]
@@ -37,6 +38,10 @@ SOURCE_DATE_EPOCH = "1735689600"
 CUDA_KEY_UID = "cudatools (simulated NVIDIA CUDA repository key, test double) <cuda@nvidia-sim.invalid>"
 CTK_KEY_UID = ("NVIDIA CORPORATION (simulated container toolkit repository key, test double) "
                "<container-toolkit@nvidia-sim.invalid>")
+UBUNTU_KEY_UID = ("Ubuntu Archive Automatic Signing Key (simulated, gpufleet.nvidia test double) "
+                  "<ftpmaster@ubuntu-sim.invalid>")
+# Ubuntu's Release files list no SHA512 (NVIDIA's do).
+UBUNTU_HASHES = tuple(h for h in aptrepo.HASHES if h[0] != "SHA512")
 
 
 class BuildError(Exception):
@@ -80,7 +85,7 @@ def _write(path, data, mode=0o644):
     os.chmod(path, mode)
 
 
-def _write_keys(staging, cuda_key, ctk_key):
+def _write_keys(staging, cuda_key, ctk_key, ubuntu_key):
     keys = os.path.join(staging, "keys")
     _write(os.path.join(keys, "cuda-archive-key.asc"), cuda_key.armored())
     _write(os.path.join(keys, "cuda-archive-key.gpg"), cuda_key.binary())
@@ -88,6 +93,10 @@ def _write_keys(staging, cuda_key, ctk_key):
     _write(os.path.join(keys, "nvidia-container-toolkit-key.asc"), ctk_key.armored())
     _write(os.path.join(keys, "nvidia-container-toolkit-key.gpg"), ctk_key.binary())
     _write(os.path.join(keys, "nvidia-container-toolkit-fingerprint"), ctk_key.fingerprint + "\n")
+    # Named as ubuntu-keyring installs the archive key on a host.
+    _write(os.path.join(keys, "ubuntu-archive-keyring.asc"), ubuntu_key.armored())
+    _write(os.path.join(keys, "ubuntu-archive-keyring.gpg"), ubuntu_key.binary())
+    _write(os.path.join(keys, "ubuntu-archive-fingerprint"), ubuntu_key.fingerprint + "\n")
 
 
 def _build_debs(packages, payload_dir, staging, jobs):
@@ -105,12 +114,37 @@ def _build_debs(packages, payload_dir, staging, jobs):
         return dict(executor.map(one, range(len(packages))))
 
 
+def _populate_ubuntu(package, deb, group, staging, pool, index):
+    """Link a .deb into the Ubuntu archive's pool (one file for every suite
+    that carries it) and list it in index[(suite, component)]."""
+    suite, component = group.split(":", 1)[1].split("/")
+    if component not in catalog.UBUNTU_COMPONENTS or \
+            not any(suite in suites for suites in catalog.ubuntu_suites().values()):
+        raise BuildError("%s: unknown Ubuntu suite or component in %r" % (package.name, group))
+    rel = aptrepo.pool_path(component, package.source or package.name, package.filename)
+    if pool.setdefault(rel, package) is not package:
+        raise BuildError("two packages build %s in %s" % (package.filename, catalog.UBUNTU_DIR))
+    target = os.path.join(staging, catalog.UBUNTU_DIR, rel)
+    if not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        aptrepo.link_or_copy(deb, target)
+    entries = index.setdefault((suite, component), [])
+    if any(e["package"] == package.name and e["version"] == package.version for e in entries):
+        raise BuildError("%s %s is listed twice in %s/%s" % (package.name, package.version, suite, component))
+    entries.append({"package": package.name, "version": package.version, "filename": rel})
+
+
 def _populate(packages, debs, staging):
-    """Link each .deb into the repository directories of its groups (and their snapshots)."""
+    """Link each .deb into the repository directories of its groups (and their
+    snapshots); return the manifest of those and the Ubuntu archive's index."""
     dirs = catalog.repository_dirs()
     manifest = {}
+    ubuntu_pool, ubuntu_index = {}, {}
     for index, package in enumerate(packages):
         for group in package.repos:
+            if group.startswith("ubuntu:"):
+                _populate_ubuntu(package, debs[index], group, staging, ubuntu_pool, ubuntu_index)
+                continue
             if group not in dirs:
                 raise BuildError("%s: unknown repository group %r" % (package.name, group))
             for rel in dirs[group] + catalog.snapshot_dirs(package, group):
@@ -124,7 +158,7 @@ def _populate(packages, debs, staging):
                 aptrepo.link_or_copy(debs[index], os.path.join(target, package.filename))
                 entries.append({"package": package.name, "version": package.version,
                                 "filename": package.filename})
-    return manifest
+    return manifest, ubuntu_index
 
 
 def _index_and_sign(staging, manifest, cuda_key, ctk_key):
@@ -147,6 +181,41 @@ def _index_and_sign(staging, manifest, cuda_key, ctk_key):
             if snapshot:
                 for name in ("Packages", "Packages.gz", "Release", "InRelease", "Release.gpg"):
                     os.utime(os.path.join(directory, name), (dated, dated))
+
+
+def _index_and_sign_ubuntu(staging, ubuntu_index, ubuntu_key):
+    """dists/<suite>/<component>/binary-amd64/Packages for every suite and
+    component (empty where nothing lives: a host's sources name them all),
+    each suite's Release signed with the Ubuntu key; {manifest key: entries}."""
+    archive = os.path.join(staging, catalog.UBUNTU_DIR)
+    stanzas = aptrepo.stanzas_by_filename(aptrepo.scan_packages(archive, "pool")) if ubuntu_index else {}
+    built = time.time()
+    manifest = {}
+    for codename, suites in catalog.ubuntu_suites().items():
+        version = catalog.UBUNTU_RELEASES[codename]
+        for suite in suites:
+            directory = os.path.join(archive, "dists", suite)
+            names = []
+            for component in catalog.UBUNTU_COMPONENTS:
+                entries = sorted(ubuntu_index.get((suite, component), []),
+                                 key=lambda e: (e["package"], e["version"]))
+                rel = "%s/binary-amd64" % component
+                aptrepo.write_index(os.path.join(directory, rel),
+                                    "\n".join(stanzas[e["filename"]] for e in entries).encode("utf-8"))
+                names += [rel + "/Packages", rel + "/Packages.gz"]
+                if entries:
+                    manifest["%s/dists/%s/%s" % (catalog.UBUNTU_DIR, suite, rel)] = entries
+            pocket = suite[len(codename):].lstrip("-")
+            fields = [("Origin", "Ubuntu"), ("Label", "Ubuntu"), ("Suite", suite), ("Version", version),
+                      ("Codename", codename), ("Date", None), ("Architectures", "amd64"),
+                      ("Components", " ".join(catalog.UBUNTU_COMPONENTS)),
+                      ("Description", "Ubuntu %s %s (simulated archive, gpufleet.nvidia test double)"
+                       % (codename.capitalize(), pocket.capitalize() if pocket else version))]
+            if pocket == "backports":
+                fields += [("NotAutomatic", "yes"), ("ButAutomaticUpgrades", "yes")]
+            aptrepo.write_suite_release(directory, fields, names, UBUNTU_HASHES, now=built)
+            ubuntu_key.sign_release(directory)
+    return manifest
 
 
 def _write_container_toolkit_extras(staging, ctk_key, base_url):
@@ -172,7 +241,7 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
     tools = missing_tools()
     if tools:
         raise BuildError("missing tools: %s (Debian: apt-get install apt-utils dpkg gnupg)" % ", ".join(tools))
-    packages = catalog.packages()
+    packages = catalog.all_packages()
     missing = debpkg.missing_payload(packages, payload_dir)
     if missing:
         raise BuildError("missing simulator payload files in %s:\n%s"
@@ -188,12 +257,14 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
     try:
         cuda_key = aptrepo.SigningKey(gnupg, CUDA_KEY_UID)
         ctk_key = aptrepo.SigningKey(gnupg, CTK_KEY_UID)
-        _write_keys(staging, cuda_key, ctk_key)
+        ubuntu_key = aptrepo.SigningKey(gnupg, UBUNTU_KEY_UID)
+        _write_keys(staging, cuda_key, ctk_key, ubuntu_key)
         year = datetime.datetime.now(datetime.timezone.utc).year
         packages = packages + catalog.keyring_packages(cuda_key.binary(), cuda_key.short_id, year, base_url)
         debs = _build_debs(packages, payload_dir, staging, jobs or os.cpu_count() or 2)
-        manifest = _populate(packages, debs, staging)
+        manifest, ubuntu_index = _populate(packages, debs, staging)
         _index_and_sign(staging, manifest, cuda_key, ctk_key)
+        manifest.update(_index_and_sign_ubuntu(staging, ubuntu_index, ubuntu_key))
         _write_container_toolkit_extras(staging, ctk_key, base_url)
         shutil.rmtree(os.path.join(staging, ".pool"))
         shutil.rmtree(os.path.join(staging, ".work"))
@@ -223,7 +294,7 @@ def main(argv=None):
                         help="print the short content hash of the scripts and payload (not of --base-url) and exit")
     args = parser.parse_args(argv)
     if args.print_key:
-        print(content_hash(catalog.packages(), os.path.abspath(args.payload), "")[:12])
+        print(content_hash(catalog.all_packages(), os.path.abspath(args.payload), "")[:12])
         return 0
     if not args.out:
         parser.error("--out is required")

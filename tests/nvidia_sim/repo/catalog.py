@@ -1,19 +1,22 @@
 # GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the simulated NVIDIA repositories contain: versions, repository
-layout and the only mapping of simulator payload files to packages.
+"""What the simulated NVIDIA repositories and the simulated Canonical archive
+contain: versions, repository layout and the only mapping of simulator payload
+files to packages.
 
-Package names, version schemes and dependency shapes are NVIDIA's (see the
-"Repository" section of tests/nvidia_sim/README.md for sources and for the
-few places where the simulation is deliberately stricter).
+Package names, version schemes and dependency shapes are NVIDIA's, and
+Canonical's in the archive (see the "Repository" section of
+tests/nvidia_sim/README.md for sources and for the few places where the
+simulation is deliberately stricter).
 """
 
+import catalog_canonical
 import catalog_cuda
 import catalog_drivers
 import catalog_tools
 from debpkg import Payload, PayloadTree
 
 # Repository directories below the output directory, mirroring NVIDIA's URLs.
-CUDA_DISTROS = ("debian12", "debian13")
+CUDA_DISTROS = catalog_drivers.DEBIAN_DISTROS + catalog_drivers.UBUNTU_DISTROS
 CUDA_REPO_DIR = "compute/cuda/repos/%s/x86_64"
 CONTAINER_TOOLKIT_DIR = "libnvidia-container/stable/deb/amd64"
 
@@ -56,6 +59,26 @@ DCGM_EXPORTER_VERSION = "4.1.3"
 DCGM_EXPORTER_MIN_DCGM = "1:4.0.0"
 CUDA_KEYRING_VERSION = "1.1-1"
 SIM_RUNTIME_VERSION = "1.0-1"
+
+# The simulated Canonical archive below UBUNTU_DIR: Ubuntu's layout
+# (dists/<suite>/<component>/binary-amd64, pool/), every suite and component
+# of a host's ubuntu.sources, most of them empty.  Simplification: everything
+# is in <codename>-updates (the real archive also has the release pocket's
+# older kernel and drivers, and security copies).
+UBUNTU_DIR = "ubuntu"
+UBUNTU_RELEASES = {"jammy": "22.04", "noble": "24.04"}
+UBUNTU_POCKETS = ("", "-updates", "-security", "-backports")
+UBUNTU_COMPONENTS = ("main", "restricted", "universe", "multiverse")
+# Canonical's server branches, one release each: the newest of the branch
+# in DRIVER_BRANCHES.
+CANONICAL_SERVER_BRANCHES = ("535", "570", "580")
+# LP #2129682: kernel-common provides nvidia-kernel-common-<branch>-server-<version>
+# and the userland depends on it (570 and 580; 535-server never had it).
+CANONICAL_EXACT_COMMON_FROM_BRANCH = 570
+CANONICAL_OPENCL_LOADER_FROM_BRANCH = 580
+# Codename -> (ABI, version) of its kernel (generic flavour).
+UBUNTU_KERNELS = {"jammy": ("5.15.0-127-generic", "5.15.0-127.137"),
+                  "noble": ("6.8.0-60-generic", "6.8.0-60.63")}
 
 UNIT_DIR = "/lib/systemd/system"
 EXECUTABLE = 0o755
@@ -123,6 +146,7 @@ def driver_packages():
             built = catalog_drivers.debian_pieces(driver, PAYLOAD)
             built += catalog_drivers.debian_metas(branch, driver, int(branch) >= NVIDIA_OPEN_META_FROM_BRANCH)
             built += catalog_drivers.ubuntu_tree(branch, driver, PAYLOAD)
+            built += catalog_drivers.ubuntu_metas(branch, driver, int(branch) >= NVIDIA_OPEN_META_FROM_BRANCH)
             built += catalog_drivers.fabric_manager(
                 branch, driver, int(branch) >= UNVERSIONED_FABRIC_MANAGER_FROM_BRANCH, PAYLOAD)
             packages += built
@@ -149,7 +173,10 @@ def cuda_packages():
 
 
 def tool_packages():
-    packages = [catalog_tools.sim_runtime(SIM_RUNTIME_VERSION, PAYLOAD)]
+    # The Ubuntu archive carries it too (universe; the simulator's, not
+    # Ubuntu's): a host then needs no NVIDIA repository for Canonical's driver.
+    ubuntu = tuple(ubuntu_group(codename + "-updates", "universe") for codename in sorted(UBUNTU_RELEASES))
+    packages = [catalog_tools.sim_runtime(SIM_RUNTIME_VERSION, PAYLOAD, ubuntu)]
     for version in CONTAINER_TOOLKIT_VERSIONS:
         refresh = _version_tuple(version)[:2] >= CDI_REFRESH_FROM
         packages += catalog_tools.container_toolkit(version, refresh, PAYLOAD)
@@ -161,8 +188,41 @@ def tool_packages():
 
 
 def packages():
-    """Every package except cuda-keyring (which needs the build's key)."""
+    """Every package of the NVIDIA repositories except cuda-keyring (which
+    needs the build's key)."""
     return driver_packages() + cuda_packages() + tool_packages()
+
+
+def ubuntu_group(suite, component):
+    return "ubuntu:%s/%s" % (suite, component)
+
+
+def ubuntu_suites():
+    """Codename -> its suites, release pocket first."""
+    return {codename: [codename + pocket for pocket in UBUNTU_POCKETS] for codename in sorted(UBUNTU_RELEASES)}
+
+
+def canonical_packages():
+    """The Canonical archive's own packages (nvidia-sim-runtime is in tool_packages)."""
+    packages = []
+    for codename, release in sorted(UBUNTU_RELEASES.items()):
+        suite = codename + "-updates"
+        abi, kernel_version = UBUNTU_KERNELS[codename]
+        packages += catalog_canonical.kernel(abi, kernel_version, (ubuntu_group(suite, "main"),))
+        restricted = (ubuntu_group(suite, "restricted"),)
+        for branch in CANONICAL_SERVER_BRANCHES:
+            driver = DRIVER_BRANCHES[branch][-1]
+            exact = int(branch) >= CANONICAL_EXACT_COMMON_FROM_BRANCH
+            packages += catalog_canonical.server_driver(
+                branch, driver, release, restricted, PAYLOAD, exact,
+                int(branch) >= CANONICAL_OPENCL_LOADER_FROM_BRANCH)
+            packages += catalog_canonical.prebuilt_modules(branch, driver, abi, kernel_version, exact, restricted)
+    return packages
+
+
+def all_packages():
+    """What a build publishes, but cuda-keyring."""
+    return packages() + canonical_packages()
 
 
 def keyring_packages(keyring, keyid, year, base_url):

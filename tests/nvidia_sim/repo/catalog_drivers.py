@@ -12,20 +12,23 @@ from catalog_tools import version_marker
 from debpkg import Package, Text
 
 REVISION = "-1"
+# Which of NVIDIA's CUDA repositories carry which meta packages (catalog.CUDA_DISTROS).
+DEBIAN_DISTROS = ("debian12", "debian13")
+UBUNTU_DISTROS = ("ubuntu2204", "ubuntu2404")
 
 
 def _eq(name, version):
     return "%s (= %s)" % (name, version)
 
 
-def _kernel_module_files(driver, flavour):
+def kernel_module_files(driver, flavour):
     return (
         Text("/usr/src/nvidia-%s/dkms.conf" % driver, gen.dkms_conf(driver, flavour)),
         Text("/usr/share/nvidia-sim/kernel-module-flavour", flavour + "\n"),
     )
 
 
-def _firmware_files(driver):
+def firmware_files(driver):
     return tuple(Text("/lib/firmware/nvidia/%s/%s" % (driver, name), gen.placeholder("GSP firmware " + name))
                  for name in ("gsp_ga10x.bin", "gsp_tu10x.bin"))
 
@@ -40,12 +43,12 @@ DEBIAN_SOURCES = {
 }
 
 
-def _utils_files(driver, payload):
+def utils_files(driver, payload):
     return tuple(payload["driver-utils"]) + (
         Text("/usr/share/nvidia-sim/driver-version", driver + "\n"),)
 
 
-def _nvml_files(driver):
+def nvml_files(driver):
     """The NVML library package's marker: without it the simulated nvidia-smi
     cannot load libnvidia-ml.so.1 (exit 12), as the real one."""
     return (version_marker("nvml", driver),)
@@ -66,7 +69,7 @@ def debian_pieces(driver, payload):
         Package("nvidia-modprobe", v, "utility to load NVIDIA kernel modules and create device nodes",
                 section="contrib/utils"),
         Package("firmware-nvidia-gsp", v, "NVIDIA GSP firmware", section="non-free-firmware/kernel",
-                files=_firmware_files(driver)),
+                files=firmware_files(driver)),
         Package("nvidia-kernel-support", v, "NVIDIA binary kernel module support files",
                 section="non-free/kernel", depends=(eq("nvidia-alternative"), "nvidia-modprobe (>= %s)" % driver),
                 provides=("nvidia-kernel-support-any",)),
@@ -74,19 +77,19 @@ def debian_pieces(driver, payload):
                 section="non-free/kernel",
                 depends=(eq("nvidia-kernel-support"), eq("firmware-nvidia-gsp")),
                 provides=("nvidia-kernel-%s" % driver,), conflicts=("nvidia-kernel-open-dkms",),
-                files=_kernel_module_files(driver, "proprietary"),
+                files=kernel_module_files(driver, "proprietary"),
                 postinst=scripts.dkms_postinst(driver), prerm=scripts.dkms_prerm(driver)),
         Package("nvidia-kernel-open-dkms", v, "NVIDIA open kernel module DKMS source",
                 section="non-free/kernel",
                 depends=(eq("nvidia-kernel-support"), eq("firmware-nvidia-gsp")),
                 provides=("nvidia-open-kernel-%s" % driver,), conflicts=("nvidia-kernel-dkms",),
-                files=_kernel_module_files(driver, "open"),
+                files=kernel_module_files(driver, "open"),
                 postinst=scripts.dkms_postinst(driver), prerm=scripts.dkms_prerm(driver)),
         Package("libnvidia-ml1", v, "NVIDIA Management Library (NVML) runtime library",
-                section="non-free/libs", depends=(eq("nvidia-alternative"),), files=_nvml_files(driver)),
+                section="non-free/libs", depends=(eq("nvidia-alternative"),), files=nvml_files(driver)),
         Package("nvidia-smi", v, "NVIDIA System Management Interface", section="non-free/utils",
                 depends=(eq("libnvidia-ml1"), eq("nvidia-alternative"), sim),
-                files=_utils_files(driver, payload), postinst=scripts.driver_utils_postinst(driver)),
+                files=utils_files(driver, payload), postinst=scripts.driver_utils_postinst(driver)),
         Package("libnvidia-ptxjitcompiler1", v, "NVIDIA PTX JIT Compiler library",
                 section="non-free/libs", depends=(eq("nvidia-alternative"),)),
         Package("libcuda1", v, "NVIDIA CUDA Driver Library", section="non-free/libs",
@@ -131,15 +134,41 @@ def debian_metas(branch, driver, open_meta):
         return "%s (>= %s)" % (name, driver)
 
     common = (ge("nvidia-driver"), ge("nvidia-driver-cuda"), ge("nvidia-settings"), ge("nvidia-xconfig"))
+    # Only in the Debian repositories: the Ubuntu ones have metas of the same
+    # names over the branch-named tree (ubuntu_metas).
+    repos = tuple("cuda:%s" % distro for distro in DEBIAN_DISTROS)
     packages = [
         Package("cuda-drivers-%s" % branch, v, "CUDA Driver meta-package, branch-specific", source="cuda-drivers",
-                depends=(ge("nvidia-kernel-dkms"),) + common),
+                depends=(ge("nvidia-kernel-dkms"),) + common, repos=repos),
         Package("cuda-drivers", v, "CUDA Driver meta-package, branch-agnostic", source="cuda-drivers",
-                depends=(ge("cuda-drivers-%s" % branch),)),
+                depends=(ge("cuda-drivers-%s" % branch),), repos=repos),
     ]
     if open_meta:
         packages.append(Package("nvidia-open", v, "NVIDIA driver with open kernel modules meta-package",
-                                source="nvidia-open", depends=(ge("nvidia-kernel-open-dkms"),) + common))
+                                source="nvidia-open", depends=(ge("nvidia-kernel-open-dkms"),) + common, repos=repos))
+    return packages
+
+
+def ubuntu_metas(branch, driver, open_meta):
+    """cuda-drivers-<branch>, cuda-drivers and (from 560) nvidia-open-<branch>
+    of NVIDIA's ubuntu2204/ubuntu2404 repositories, over the branch-named
+    tree: the proprietary meta names nvidia-driver-<branch>, the open one
+    nvidia-driver-<branch>-open, with (>=) as NVIDIA's metas do. Which other
+    pieces the real Ubuntu metas name is not verified (the research in
+    docs/reference/platform-package-facts.md covers Canonical's archive);
+    the role asks for the branch-named packages itself (vars/Ubuntu.yml)."""
+    v = driver + REVISION
+    repos = tuple("cuda:%s" % distro for distro in UBUNTU_DISTROS)
+    packages = [
+        Package("cuda-drivers-%s" % branch, v, "CUDA Driver meta-package, branch-specific", source="cuda-drivers",
+                depends=("nvidia-driver-%s (>= %s)" % (branch, driver),), repos=repos),
+        Package("cuda-drivers", v, "CUDA Driver meta-package, branch-agnostic", source="cuda-drivers",
+                depends=("cuda-drivers-%s (>= %s)" % (branch, driver),), repos=repos),
+    ]
+    if open_meta:
+        packages.append(Package("nvidia-open-%s" % branch, v, "NVIDIA driver with open kernel modules meta-package",
+                                source="nvidia-open", depends=("nvidia-driver-%s-open (>= %s)" % (branch, driver),),
+                                repos=repos))
     return packages
 
 
@@ -182,7 +211,7 @@ def ubuntu_tree(branch, driver, payload):
     sim = "nvidia-sim-runtime"
     packages = [
         Package(firmware, v, "Firmware files used by the kernel module", section="multiverse/libs",
-                source=source, conflicts=("firmware-nvidia-gsp",), files=_firmware_files(driver)),
+                source=source, conflicts=("firmware-nvidia-gsp",), files=firmware_files(driver)),
         piece("nvidia-kernel-common-%s" % b, "Shared files used with the kernel module",
               "nvidia-kernel-common", ("nvidia-kernel-support",), section="multiverse/libs",
               depends=(eq(firmware),)),
@@ -193,20 +222,20 @@ def ubuntu_tree(branch, driver, payload):
         piece("nvidia-dkms-%s" % b, "NVIDIA DKMS package", "nvidia-dkms-kernel",
               ("nvidia-kernel-dkms", "nvidia-kernel-open-dkms"), section="multiverse/libs",
               depends=(eq("nvidia-kernel-common-%s" % b), eq("nvidia-kernel-source-%s" % b)),
-              files=_kernel_module_files(driver, "proprietary"),
+              files=kernel_module_files(driver, "proprietary"),
               postinst=scripts.dkms_postinst(driver), prerm=scripts.dkms_prerm(driver)),
         piece("nvidia-dkms-%s-open" % b, "NVIDIA DKMS package (open kernel module)", "nvidia-dkms-kernel",
               ("nvidia-kernel-dkms", "nvidia-kernel-open-dkms"), section="multiverse/libs",
               depends=(eq("nvidia-kernel-common-%s" % b), eq("nvidia-kernel-source-%s-open" % b)),
-              files=_kernel_module_files(driver, "open"),
+              files=kernel_module_files(driver, "open"),
               postinst=scripts.dkms_postinst(driver), prerm=scripts.dkms_prerm(driver)),
         piece("libnvidia-compute-%s" % b, "NVIDIA libcompute package", "libnvidia-compute",
-              ("libcuda1", "libnvidia-ml1"), section="multiverse/libs", files=_nvml_files(driver)),
+              ("libcuda1", "libnvidia-ml1"), section="multiverse/libs", files=nvml_files(driver)),
         piece("libnvidia-cfg1-%s" % b, "NVIDIA binary OpenGL/GLX configuration library", "libnvidia-cfg1-any",
               ("libnvidia-cfg1",), section="multiverse/libs"),
         piece("nvidia-utils-%s" % b, "NVIDIA driver support binaries", "nvidia-utils", ("nvidia-smi",),
               section="multiverse/utils", depends=(eq("libnvidia-compute-%s" % b), sim),
-              files=_utils_files(driver, payload), postinst=scripts.driver_utils_postinst(driver)),
+              files=utils_files(driver, payload), postinst=scripts.driver_utils_postinst(driver)),
         piece("nvidia-compute-utils-%s" % b, "NVIDIA compute utilities", "nvidia-compute-utils",
               ("nvidia-persistenced", "nvidia-cuda-mps"), section="multiverse/utils",
               depends=(eq("libnvidia-compute-%s" % b), eq("libnvidia-cfg1-%s" % b), sim),

@@ -15,14 +15,14 @@ def version_marker(component, version):
     return Text("/usr/share/nvidia-sim/%s-version" % component, version + "\n")
 
 
-def sim_runtime(version, payload):
+def sim_runtime(version, payload, extra_repos=()):
     return Package(
         "nvidia-sim-runtime", version,
         "simulated NVIDIA stack: shared runtime (nvsim, GPU profiles, nvidia-sim-hw)\n"
         "Not an NVIDIA package: every simulated package that ships a simulated\n"
         "tool depends on it.",
         section="misc", architecture="all", files=tuple(payload["sim-runtime"]),
-        repos=("cuda",) + CTK_REPO)
+        repos=("cuda",) + CTK_REPO + tuple(extra_repos))
 
 
 def container_toolkit(version, cdi_refresh, payload):

@@ -74,7 +74,8 @@ class Package:
     prerm: Optional[str] = None
     postrm: Optional[str] = None
     # Repository groups carrying the package: "cuda" (every CUDA distro
-    # directory), "cuda:<distro>" (one of them) or "container-toolkit".
+    # directory), "cuda:<distro>" (one of them), "container-toolkit" or
+    # "ubuntu:<suite>/<component>" (the Canonical archive).
     repos: Tuple[str, ...] = ("cuda",)
     source: Optional[str] = None
 

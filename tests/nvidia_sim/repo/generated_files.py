@@ -77,8 +77,12 @@ def placeholder(what):
     return "simulated %s (gpufleet.nvidia test double)\n" % what
 
 
+# The kernel modules of a driver release, as the DKMS and the prebuilt
+# (linux-restricted-modules) packages ship them.
+KERNEL_MODULES = ("nvidia", "nvidia-modeset", "nvidia-drm", "nvidia-uvm", "nvidia-peermem")
+
+
 def dkms_conf(driver_version, flavour):
-    modules = ["nvidia", "nvidia-modeset", "nvidia-drm", "nvidia-uvm", "nvidia-peermem"]
     lines = [
         "# Simulated DKMS module (gpufleet.nvidia test double, %s flavour):" % flavour,
         "# the package's postinst writes the build results, nothing is compiled.",
@@ -87,7 +91,7 @@ def dkms_conf(driver_version, flavour):
         'AUTOINSTALL="yes"',
         "MAKE[0]=\"'make' -j`nproc` KERNEL_UNAME=${kernelver} modules\"",
     ]
-    for index, module in enumerate(modules):
+    for index, module in enumerate(KERNEL_MODULES):
         lines.append('BUILT_MODULE_NAME[%d]="%s"' % (index, module))
         lines.append('DEST_MODULE_LOCATION[%d]="/kernel/drivers/video"' % index)
     return "\n".join(lines) + "\n"

@@ -205,3 +205,35 @@ chown ${service_user}:${service_user} /var/log/nvidia-dcgm
 chmod 755 /var/log/nvidia-dcgm
 exit 0
 """
+
+
+def prebuilt_modules_postinst(kernel, subdir, modules):
+    """A linux-restricted-modules ABI package: the real one runs depmod for
+    its kernel; the simulation records what depmod would (the kernel's
+    modules.dep is what nvidia-cdi-refresh.service's start condition greps)."""
+    return HEADER + r"""
+k=%(kernel)s
+case "$1" in
+configure)
+    mkdir -p /lib/modules/$k
+    for m in %(modules)s; do
+        grep -qs "^kernel/%(subdir)s/$m.ko:" /lib/modules/$k/modules.dep ||
+            echo "kernel/%(subdir)s/$m.ko:" >> /lib/modules/$k/modules.dep
+    done
+    ;;
+esac
+exit 0
+""" % {"kernel": kernel, "subdir": subdir, "modules": " ".join(modules)}
+
+
+def prebuilt_modules_postrm(kernel, subdir):
+    """Undo prebuilt_modules_postinst's modules.dep lines (depmod after removal)."""
+    return HEADER + r"""
+k=%(kernel)s
+case "$1" in
+remove|purge)
+    [ -f /lib/modules/$k/modules.dep ] && sed -i "\\#^kernel/%(subdir)s/#d" /lib/modules/$k/modules.dep
+    ;;
+esac
+exit 0
+""" % {"kernel": kernel, "subdir": subdir}

@@ -26,9 +26,20 @@ def _packages_index(directory):
     return index
 
 
+def _dir_of(package, cuda_dir, ctk_dir):
+    """The repository directory carrying package: the toolkit's, the Debian 12
+    CUDA repository, or the one CUDA repository of a per-distribution package
+    (NVIDIA's Ubuntu metas are only in ubuntu2204/ubuntu2404)."""
+    if package.repos == ("container-toolkit",):
+        return ctk_dir
+    if "cuda" in package.repos or "cuda:debian12" in package.repos:
+        return cuda_dir
+    distro = package.repos[0].split(":", 1)[1]
+    return cuda_dir.replace(catalog.CUDA_REPO_DIR % "debian12", catalog.CUDA_REPO_DIR % distro)
+
+
 def _deb_of(package, cuda_dir, ctk_dir):
-    directory = ctk_dir if package.repos == ("container-toolkit",) else cuda_dir
-    return os.path.join(directory, package.filename)
+    return os.path.join(_dir_of(package, cuda_dir, ctk_dir), package.filename)
 
 
 def _conffiles(deb):
@@ -38,8 +49,10 @@ def _conffiles(deb):
 
 
 def test_control_fields_match_the_catalog(cuda_dir, ctk_dir):
-    index = {**_packages_index(cuda_dir), **_packages_index(ctk_dir)}
+    indexes = {}
     for package in catalog.packages():
+        directory = _dir_of(package, cuda_dir, ctk_dir)
+        index = indexes.setdefault(directory, _packages_index(directory))
         versions = {s["Version"]: s for s in index[package.name]}
         stanza = versions[package.version]
         assert stanza["Architecture"] == package.architecture

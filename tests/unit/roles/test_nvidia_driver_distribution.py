@@ -245,23 +245,28 @@ UBUNTU_NAMES = {
 }
 
 UBUNTU_CASES = [
-    # version, kernel, flavour, branch, packages
+    # version, kernel, flavour, branch, packages. Prebuilt: the userland without
+    # DKMS, nvidia-smi and the flavour's module meta (ubuntu-drivers --gpgpu);
+    # else the headless set, which builds the module with DKMS.
     ('22.04', '5.15.0-105-generic', 'open', '570',
-     ['nvidia-driver-570-server-open', 'linux-modules-nvidia-570-server-open-generic']),
+     ['nvidia-headless-no-dkms-570-server-open', 'nvidia-utils-570-server', 'linux-modules-nvidia-570-server-open-generic']),
     ('22.04', '5.15.0-105-generic', 'proprietary', '535',
-     ['nvidia-driver-535-server', 'linux-modules-nvidia-535-server-generic']),
-    ('22.04', '6.8.0-1015-aws', 'proprietary', '570', ['nvidia-driver-570-server', 'linux-modules-nvidia-570-server-aws']),
+     ['nvidia-headless-no-dkms-535-server', 'nvidia-utils-535-server', 'linux-modules-nvidia-535-server-generic']),
+    ('22.04', '6.8.0-1015-aws', 'proprietary', '570',
+     ['nvidia-headless-no-dkms-570-server', 'nvidia-utils-570-server', 'linux-modules-nvidia-570-server-aws']),
     # No prebuilt module for this branch and flavour: DKMS.
-    ('22.04', '6.8.0-1015-aws', 'open', '535', ['nvidia-driver-535-server-open', 'nvidia-dkms-535-server-open']),
-    ('22.04', '5.15.0-105-lowlatency', 'open', '570', ['nvidia-driver-570-server-open', 'nvidia-dkms-570-server-open']),
+    ('22.04', '6.8.0-1015-aws', 'open', '535', ['nvidia-headless-535-server-open', 'nvidia-utils-535-server']),
+    ('22.04', '5.15.0-105-lowlatency', 'open', '570', ['nvidia-headless-570-server-open', 'nvidia-utils-570-server']),
     ('24.04', '6.8.0-45-generic', 'open', '580',
-     ['nvidia-driver-580-server-open', 'linux-modules-nvidia-580-server-open-generic']),
+     ['nvidia-headless-no-dkms-580-server-open', 'nvidia-utils-580-server', 'linux-modules-nvidia-580-server-open-generic']),
     ('24.04', '6.8.0-45-generic', 'open', '570',
-     ['nvidia-driver-570-server-open', 'linux-modules-nvidia-570-server-open-generic']),
-    ('24.04', '6.8.0-1015-aws', 'open', '580', ['nvidia-driver-580-server-open', 'linux-modules-nvidia-580-server-open-aws']),
-    ('24.04', '6.8.0-1015-aws', 'proprietary', '580', ['nvidia-driver-580-server', 'linux-modules-nvidia-580-server-aws']),
-    ('24.04', '6.8.0-45-lowlatency', 'proprietary', '570', ['nvidia-driver-570-server', 'nvidia-dkms-570-server']),
-    ('24.04', '6.8.0-45-generic', 'proprietary', '580', ['nvidia-driver-580-server', 'nvidia-dkms-580-server']),
+     ['nvidia-headless-no-dkms-570-server-open', 'nvidia-utils-570-server', 'linux-modules-nvidia-570-server-open-generic']),
+    ('24.04', '6.8.0-1015-aws', 'open', '580',
+     ['nvidia-headless-no-dkms-580-server-open', 'nvidia-utils-580-server', 'linux-modules-nvidia-580-server-open-aws']),
+    ('24.04', '6.8.0-1015-aws', 'proprietary', '580',
+     ['nvidia-headless-no-dkms-580-server', 'nvidia-utils-580-server', 'linux-modules-nvidia-580-server-aws']),
+    ('24.04', '6.8.0-45-lowlatency', 'proprietary', '570', ['nvidia-headless-570-server', 'nvidia-utils-570-server']),
+    ('24.04', '6.8.0-45-generic', 'proprietary', '580', ['nvidia-headless-580-server', 'nvidia-utils-580-server']),
 ]
 
 
@@ -272,19 +277,43 @@ def test_ubuntu_packages(version, kernel, flavour, branch, expected):
                             nvidia_driver_flavour=flavour)
     assert role.distribution_file == 'distribution_Ubuntu.yml'
     assert role.packages() == expected
-    prebuilt = expected[1].startswith('linux-modules-')
+    prebuilt = expected[-1].startswith('linux-modules-')
     assert role.value('__nvidia_driver_prebuilt_modules') is prebuilt
     assert role.value('__nvidia_driver_builds_modules') is (not prebuilt)
     # Prebuilt modules are signed by Canonical: Secure Boot needs no key; no DKMS, no headers.
     assert role.value('__nvidia_driver_signed_modules') is prebuilt
     assert role.value('__nvidia_driver_dkms_packages') == ([] if prebuilt else ['dkms'])
+    # Never the graphics meta package: it adds the X server driver and depends
+    # on the DKMS package, which would build the module beside the prebuilt one.
+    assert not any(name.startswith('nvidia-driver-') for name in expected)
     # The modules' meta package has the kernel's version: asked for without the driver's.
-    assert role.value('__nvidia_driver_unpinned_packages') == ([expected[1]] if prebuilt else [])
+    assert role.value('__nvidia_driver_unpinned_packages') == ([expected[-1]] if prebuilt else [])
     role.variables['__nvidia_driver_target_version'] = '%s.172.08' % branch
     specs = role.value('__nvidia_driver_package_specs')
-    assert specs[0] == '%s=%s.172.08-*' % (expected[0], branch)
-    assert specs[1] == (expected[1] if prebuilt else '%s=%s.172.08-*' % (expected[1], branch))
-    assert role.value('__nvidia_driver_version_probe_package') == expected[0]
+    assert specs[:2] == ['%s=%s.172.08-*' % (name, branch) for name in expected[:2]]
+    assert specs[2:] == expected[2:]
+    # The versions on offer are read from the package both sets share.
+    suffix = '-server-open' if flavour == 'open' else '-server'
+    assert role.value('__nvidia_driver_version_probe_package') == 'nvidia-headless-no-dkms-%s%s' % (branch, suffix)
+
+
+# The flavour as ubuntu-drivers finds it: the installed kernel meta package
+# first (what the next boot follows), the running kernel's flavour when it is
+# among them or when no meta is installed. A kernel whose release has no
+# Ubuntu flavour (a test host's, "6.18.44-fc-v1252") takes the meta's.
+@pytest.mark.parametrize('kernel,installed,flavour', [
+    ('6.18.44-fc-v1252', ['linux-image-generic', 'linux-image-6.8.0-60-generic'], 'generic'),
+    ('6.8.0-1015-aws', ['linux-image-aws', 'linux-image-generic'], 'aws'),
+    ('6.8.0-45-generic', ['linux-image-aws'], 'aws'),
+    ('6.8.0-45-generic', ['linux-image-virtual', 'linux-image-unsigned-6.8.0-45-generic'], 'generic'),
+    ('5.15.0-105-generic', ['linux-image-generic-hwe-22.04'], 'generic-hwe-22.04'),
+    ('6.8.0-45-lowlatency', [], 'lowlatency'),
+])
+def test_ubuntu_kernel_flavour_from_the_installed_meta_package(kernel, installed, flavour):
+    role = DistributionRole(_ubuntu('24.04', kernel), names=UBUNTU_NAMES['24.04'])
+    role.variables['__nvidia_driver_installed_packages'] = {name: {'version': '6.8.0-60.63', 'held': False}
+                                                            for name in installed}
+    assert role.value('__nvidia_driver_ubuntu_kernel_flavour') == flavour
 
 
 @pytest.mark.parametrize('kernel,flavour', [('6.8.0-45-generic', 'generic'), ('6.8.0-1015-aws', 'aws'),
@@ -307,6 +336,10 @@ def test_ubuntu_branches_offered_per_flavour_and_markers():
     assert re.match(markers['proprietary'], 'nvidia-dkms-570-server')
     assert not re.match(markers['proprietary'], 'linux-modules-nvidia-570-server-open-generic')
     assert not re.match(markers['proprietary'], 'nvidia-dkms-570-server-open')
+    # The prebuilt set has no DKMS package: its kernel source package tells the flavour.
+    assert re.match(markers['open'], 'nvidia-kernel-source-570-server-open')
+    assert re.match(markers['proprietary'], 'nvidia-kernel-source-570-server')
+    assert not re.match(markers['proprietary'], 'nvidia-kernel-source-570-server-open')
     version_regex = role.value('__nvidia_driver_version_package_regex')
     assert re.match(version_regex, 'libnvidia-compute-570-server') and re.match(version_regex, 'nvidia-utils-570-server')
     # The state read also lists the prebuilt module packages.

@@ -59,6 +59,23 @@ def test_modload_proprietary_flavour(sim_root):
     assert '    GSP Firmware Version                  : N/A\n' in gsp
 
 
+def test_modload_reads_the_prebuilt_modules_flavour(sim_root):
+    # Canonical's prebuilt modules (linux-restricted-modules) mark their flavour per
+    # kernel; a DKMS package's marker, when one is installed too, wins as depmod ranks
+    # updates/dkms first.
+    host = sim_root('l40s_2gpu', driver='570.195.03', load=False)
+    host.remove('usr/share/nvidia-sim/kernel-module-flavour')
+    host.write('usr/share/nvidia-sim/prebuilt-kernel-module-flavour/6.8.0-60-generic', 'proprietary\n')
+    assert host.run('nvidia-sim-modload').returncode == 0
+    assert read(host, 'run/nvidia-sim/proc/driver/nvidia/version').startswith(
+        'NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.195.03  ')
+    host.write('usr/share/nvidia-sim/kernel-module-flavour', 'open\n')
+    assert host.run('nvidia-sim-modload', '--unload').returncode == 0
+    assert host.run('nvidia-sim-modload').returncode == 0
+    assert read(host, 'run/nvidia-sim/proc/driver/nvidia/version').startswith(
+        'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.195.03  ')
+
+
 def test_fabric_state_follows_fabric_manager(sim_root):
     host = sim_root('hgx_h100_8gpu')
     fields = ['-i', '0', '--query-gpu=fabric.state,fabric.status', '--format=csv,noheader']
