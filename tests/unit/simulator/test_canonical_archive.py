@@ -318,16 +318,6 @@ def test_cuda_repositories_for_ubuntu(built, distro):
     assert ('%s/%s/' % (BASE_URL, rel)).encode() in listing
 
 
-def test_canonical_maintainer_scripts_are_valid_sh():
-    for package in catalog.canonical_packages():
-        for script in ('postinst', 'prerm', 'postrm'):
-            text = getattr(package, script)
-            if text:
-                check = subprocess.run(['sh', '-n'], input=text, universal_newlines=True,
-                                       stderr=subprocess.PIPE, check=False)
-                assert check.returncode == 0, '%s %s: %s' % (package.name, script, check.stderr)
-
-
 def test_prebuilt_modules_record_and_forget_their_modules_dep_lines(tmp_path):
     modules_dir = str(tmp_path / 'lib' / 'modules')
 
