@@ -8,6 +8,9 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SYSTEM_PACKAGES := docker.io debootstrap apt-utils gnupg dpkg-dev git
+# The simulated rpm repositories of the Rocky-shaped test hosts: rpmbuild,
+# rpmsign (rpm) and createrepo_c, modifyrepo_c (createrepo-c).
+SYSTEM_PACKAGES += rpm createrepo-c
 # Headless Chromium opens the HTML health report in tests/unit/integration/test_health_report_chromium.py.
 SYSTEM_PACKAGES += chromium
 # Molecule scenarios run at once (tests/harness/molecule.sh -j); they mostly

@@ -114,7 +114,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 package_manager:
-  description: The package database read, V(apt) (dpkg) or V(dnf) (rpm); V(none) when neither exists.
+  description:
+    - The package database read, V(apt) (dpkg) or V(dnf) (rpm); V(none) when neither exists.
+    - Where both exist, the one of the distribution family that C(/etc/os-release) names (C(ID), C(ID_LIKE)).
   returned: always
   type: str
 packages:
@@ -209,10 +211,36 @@ UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'UnitFileState'
 LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
 
 
-def _package_manager():
-    if os.path.exists('/var/lib/dpkg/status'):
+# os-release ID/ID_LIKE words of the two families (Ansible's pkg_mgr fact
+# follows the distribution the same way).
+RPM_FAMILY = frozenset(('rhel', 'centos', 'fedora', 'rocky', 'almalinux', 'ol', 'amzn', 'suse'))
+DEB_FAMILY = frozenset(('debian', 'ubuntu'))
+
+
+def _os_family_words(path='/etc/os-release'):
+    words = set()
+    try:
+        with open(path) as handle:
+            for line in handle:
+                key, sep, value = line.strip().partition('=')
+                if sep and key in ('ID', 'ID_LIKE'):
+                    words.update(value.strip('"\'').lower().split())
+    except (IOError, OSError, UnicodeDecodeError):
+        pass
+    return words
+
+
+def _package_manager(os_release='/etc/os-release'):
+    """The database of the host's own family: a host of one family may carry
+    the other's tools (dpkg on an EL host, rpm on a Debian one)."""
+    dpkg = os.path.exists('/var/lib/dpkg/status')
+    rpm = os.path.isdir('/var/lib/rpm') or os.path.isdir('/usr/lib/sysimage/rpm')
+    words = _os_family_words(os_release)
+    if rpm and words & RPM_FAMILY and not words & DEB_FAMILY:
+        return 'dnf'
+    if dpkg:
         return 'apt'
-    if os.path.isdir('/var/lib/rpm') or os.path.isdir('/usr/lib/sysimage/rpm'):
+    if rpm:
         return 'dnf'
     return 'none'
 

@@ -107,6 +107,19 @@ SOURCES
 
 # === Shaped images (their recipe: the whole file; see recipe_hash)
 
+# Also base-images.sh rocky9. The Rocky-shaped image (from bookworm) is NOT
+# Rocky Linux either: Debian's userland with Debian's real dnf 4.14 (the
+# version Rocky 9 ships), rpm 4.18, dnf-plugins-core (versionlock), dracut and
+# dkms, an empty RPM database at Rocky's path, and Rocky 9.5's os-release,
+# release files and repository files. The harness serves simulated BaseOS,
+# AppStream, EPEL and NVIDIA rhel9 repositories (rpmbuild, createrepo_c,
+# modules.yaml) and prepare points the repository files at them.
+SHAPED_FROM[rocky9]=debian12
+# Debian's packages that make the Rocky-shaped userland: Debian's own dnf and
+# rpm (their Python bindings for Ansible's dnf module), versionlock, dracut
+# in place of initramfs-tools, gnupg for rpm_key, dkms for the driver.
+EL_USERLAND="dnf python3-dnf dnf-plugins-core rpm dracut dracut-core gnupg dkms"
+
 # Ubuntu's files, as on a 22.04.5 / 24.04.2 server (sources and facts:
 # docs/reference/platform-package-facts.md, sections 1.7 and 1.8). VARIANT
 # says what the host is; it must not contain "Debian", which Ansible's
@@ -197,6 +210,97 @@ EOF
   fi
 }
 
+# Rocky Linux 9.5's files (docs/reference/platform-package-facts.md, 2.5).
+# dnf finds $releasever in the RPM database (rocky-release provides it); the
+# shaped host's database starts empty, so dnf's vars directory says it, as
+# it may on any EL host.
+rocky_files() {
+  cat <<'EOF'
+--- /usr/lib/os-release
+NAME="Rocky Linux"
+VERSION="9.5 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.5"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.5 (Blue Onyx)"
+ANSI_COLOR="0;32"
+LOGO="fedora-logo-icon"
+CPE_NAME="cpe:/o:rocky:rocky:9::baseos"
+HOME_URL="https://rockylinux.org/"
+VENDOR_NAME="RESF"
+VENDOR_URL="https://resf.org/"
+BUG_REPORT_URL="https://bugs.rockylinux.org/"
+SUPPORT_END="2032-05-31"
+ROCKY_SUPPORT_PRODUCT="Rocky-Linux-9"
+ROCKY_SUPPORT_PRODUCT_VERSION="9.5"
+REDHAT_SUPPORT_PRODUCT="Rocky Linux"
+REDHAT_SUPPORT_PRODUCT_VERSION="9.5"
+VARIANT="gpufleet.nvidia shaped test host, not Rocky Linux: see /etc/gpufleet-shaped-host"
+VARIANT_ID=gpufleet-shaped
+--- /etc/rocky-release
+Rocky Linux release 9.5 (Blue Onyx)
+--- /etc/rocky-release-upstream
+Derived from Red Hat Enterprise Linux 9.5
+--- /etc/dnf/vars/releasever
+9
+--- /etc/dnf/vars/contentdir
+pub/rocky
+--- /etc/dnf/dnf.conf
+[main]
+gpgcheck=1
+installonly_limit=3
+clean_requirements_on_remove=True
+best=True
+skip_if_unavailable=False
+--- /etc/dnf/plugins/local.conf
+# Debian's dnf-plugins-core ships and enables the "local" plugin (a local
+# repository of every installed package); Rocky ships it apart, not installed.
+[main]
+enabled = false
+--- /usr/lib/dracut/dracut.conf.d/01-dist.conf
+# As Rocky's dracut: host-only images (they carry /etc/modprobe.d; Debian's
+# dracut defaults to generic ones).
+hostonly="yes"
+hostonly_cmdline="no"
+--- /etc/rpm/macros.gpufleet-shaped-host
+# Debian's rpm keeps its database in ~/.rpmdb; an EL host's is here.
+%_dbpath /var/lib/rpm
+--- /etc/yum.repos.d/rocky.repo
+[baseos]
+name=Rocky Linux $releasever - BaseOS
+mirrorlist=https://mirrors.rockylinux.org/mirrorlist?arch=$basearch&repo=BaseOS-$releasever$rltype
+#baseurl=http://dl.rockylinux.org/$contentdir/$releasever/BaseOS/$basearch/os/
+gpgcheck=1
+enabled=1
+countme=1
+metadata_expire=6h
+gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-Rocky-9
+
+[appstream]
+name=Rocky Linux $releasever - AppStream
+mirrorlist=https://mirrors.rockylinux.org/mirrorlist?arch=$basearch&repo=AppStream-$releasever$rltype
+#baseurl=http://dl.rockylinux.org/$contentdir/$releasever/AppStream/$basearch/os/
+gpgcheck=1
+enabled=1
+countme=1
+metadata_expire=6h
+gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-Rocky-9
+--- /etc/gpufleet-shaped-host
+This test host is shaped like Rocky Linux 9.5; it is not Rocky Linux.
+Userland: Debian bookworm (its packages, Python 3.11, systemd 252), with
+Debian's real dnf 4.14, rpm 4.18, dnf-plugins-core (versionlock), dracut,
+gnupg and dkms. The RPM database (/var/lib/rpm) holds only what dnf installs.
+Kernel: the machine's, shared by every container (uname -r).
+Rocky's files: os-release, rocky-release (redhat-release, system-release),
+dnf.conf, yum.repos.d/rocky.repo, dnf vars.
+Repositories: simulated BaseOS, AppStream, EPEL and NVIDIA rhel9 repositories
+served by the gpufleet.nvidia test harness (tests/nvidia_sim/repo), signed by
+simulated keys; prepare points the repository files at them.
+Not shown by this host: SELinux, a RHEL kernel, Rocky's Python and rpm builds.
+EOF
+}
+
 # A container of the Debian image, changed by a script and committed: seconds,
 # where a debootstrap of its own would take minutes.
 shape() {
@@ -206,15 +310,29 @@ shape() {
   if docker image inspect "$tag" >/dev/null 2>&1; then
     echo "shaped image $tag: cached"
   else
+    local network=none install=""
     case $name in
       ubuntu2204) set -- 22.04 jammy 5 "Jammy Jellyfish" "${SUITE[$from]}" ;;
       ubuntu2404) set -- 24.04 noble 2 "Noble Numbat" "${SUITE[$from]}" ;;
+      rocky9) network=host install=$EL_USERLAND ;;
     esac
     container="gpufleet-shape-$name-$$"
     # Files are streamed as "--- <path>" headers followed by their lines.
-    { ubuntu_files "$@"; ubuntu_sources "$1" "$2"; } |
-      docker run -i --name "$container" --network none "$base" /bin/sh -c '
+    { if [ "$name" = rocky9 ]; then rocky_files; else ubuntu_files "$@"; ubuntu_sources "$1" "$2"; fi; } |
+      docker run -i --name "$container" --network "$network" -e INSTALL="$install" "$base" /bin/sh -c '
         set -eu
+        if [ -n "$INSTALL" ]; then
+          apt-get -qq -o APT::Sandbox::User=root update
+          # shellcheck disable=SC2086
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o APT::Sandbox::User=root \
+            --no-install-recommends $INSTALL >/tmp/apt.log 2>&1 || { tail -n 30 /tmp/apt.log >&2; exit 1; }
+          apt-get clean
+          rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /tmp/apt.log
+          touch -d 2000-01-01 /var/lib/apt/lists
+          # An EL host has no Debian release file; its RPM database starts empty.
+          rm -f /etc/debian_version
+          mkdir -p /var/lib/rpm /etc/pki/rpm-gpg
+        fi
         rm -f /etc/apt/sources.list /etc/os-release
         path=""
         while IFS= read -r line; do
@@ -224,6 +342,38 @@ shape() {
           esac
         done
         ln -s ../usr/lib/os-release /etc/os-release
+        if [ -f /etc/rocky-release ]; then
+          ln -s rocky-release /etc/redhat-release
+          ln -s rocky-release /etc/system-release
+          rpm --initdb
+          # What the Debian userland provides, recorded in the RPM database
+          # as one package: rpm checks scriptlet interpreters (/bin/sh) and
+          # dependencies against that database only.
+          mkdir -p /tmp/userland
+          cat >/tmp/userland/u.spec <<SPEC
+Name: gpufleet-shaped-userland
+Version: 12
+Release: 1
+Summary: The Debian userland of a Rocky-shaped test host (gpufleet.nvidia)
+License: various (Debian packages)
+BuildArch: noarch
+Provides: /bin/sh, /bin/bash, /usr/bin/sh, /usr/bin/bash, bash, coreutils, glibc, shadow-utils, systemd
+Provides: python3, ca-certificates, gnupg2, kmod, procps-ng, util-linux, sudo, iproute, gcc, make
+Provides: rpm, dnf, python3-dnf, dnf-plugins-core, dracut
+%description
+Records in the RPM database what the Debian userland of this shaped test
+host provides. It ships no file.
+%files
+SPEC
+          rpmbuild -bb --quiet --define "_topdir /tmp/userland" --define "_rpmdir /tmp/userland" \
+            /tmp/userland/u.spec >/dev/null
+          rpm -i --nosignature /tmp/userland/noarch/gpufleet-shaped-userland-12-1.noarch.rpm
+          rm -rf /tmp/userland
+          # Debian patches dracut to name the image initrd.img-<kernel>; Rocky
+          # (and upstream dracut) name it initramfs-<kernel>.img.
+          sed -i "s|/boot/initrd.img-\${kernel}\"|/boot/initramfs-\${kernel}.img\"|" /usr/bin/dracut
+          grep -q "/boot/initramfs-\${kernel}.img" /usr/bin/dracut
+        fi
         echo "$0" >/etc/hostname
       ' "$name" || { docker rm -f "$container" >/dev/null 2>&1; return 1; }
     docker commit --change 'CMD ["/lib/systemd/systemd"]' "$container" "$tag" >/dev/null
@@ -234,7 +384,7 @@ shape() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(debian12 debian13 ubuntu2204 ubuntu2404)
+[ ${#targets[@]} -gt 0 ] || targets=(debian12 debian13 ubuntu2204 ubuntu2404 rocky9)
 for t in "${targets[@]}"; do
   if [ -n "${SUITE[$t]:-}" ]; then
     build "$t"

@@ -51,10 +51,12 @@ start() {
   local print_env=false key dir url
   [ "${1:-}" = "--env" ] && print_env=true
   mkdir -p "$REPOS"
-  for tool in dpkg-deb apt-ftparchive gpg; do
+  # The apt repositories need dpkg-deb and apt-ftparchive; the RPM ones
+  # (Rocky-shaped hosts) Debian's rpmbuild, rpmsign and createrepo_c.
+  for tool in dpkg-deb apt-ftparchive gpg rpmbuild createrepo_c; do
     command -v "$tool" >/dev/null || {
       export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq && apt-get install -y -qq apt-utils gnupg dpkg-dev >/dev/null
+      apt-get update -qq && apt-get install -y -qq apt-utils gnupg dpkg-dev rpm createrepo-c >/dev/null
       break
     }
   done

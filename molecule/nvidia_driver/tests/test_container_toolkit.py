@@ -57,28 +57,60 @@ def read_toml(host, path):
     return tomllib.loads(f.content_string) if f.exists else {}
 
 
+def el(host):
+    return any(group.startswith("rocky") for group in variables(host)["group_names"])
+
+
 @pytest.mark.parametrize("name", PACKAGES)
 def test_package_pinned_and_held(host, name):
     pkg = host.package(name)
     assert pkg.is_installed
-    assert pkg.version == version(host) + "-1"
-    assert name in host.check_output("apt-mark showhold").split()
+    if el(host):
+        # rpm: version and release apart; the hold is a dnf versionlock entry.
+        assert (pkg.version, pkg.release) == (version(host), "1")
+        locks = host.file("/etc/dnf/plugins/versionlock.list").content_string.splitlines()
+        # dnf versionlock writes the epoch, 0 included.
+        assert "%s-0:%s-1.*" % (name, version(host)) in locks
+    else:
+        assert pkg.version == version(host) + "-1"
+        assert name in host.check_output("apt-mark showhold").split()
 
 
 def test_nvidia_ctk_reports_the_pinned_version(host):
     assert "version %s" % version(host) in host.check_output("nvidia-ctk --version")
 
 
+def _checked_key_fingerprint():
+    # The simulated repository's key, read on the controller where the harness built it.
+    repo_dir = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
+    with open(os.path.join(repo_dir, "keys", "nvidia-container-toolkit-fingerprint")) as handle:
+        return handle.read().strip()
+
+
+def test_el_repository_checks_its_signed_metadata_with_the_checked_key(host):
+    """NVIDIA signs the rpm repository's metadata (repomd.xml), not the packages."""
+    if not el(host):
+        pytest.skip("apt host: test_repository_is_a_deb822_source_signed_by_the_checked_key")
+    repo = host.file("/etc/yum.repos.d/nvidia-container-toolkit.repo").content_string
+    assert "/libnvidia-container/stable/rpm/$basearch" in repo
+    assert "repo_gpgcheck = 1" in repo
+    key = "/etc/pki/rpm-gpg/RPM-GPG-KEY-nvidia-container-toolkit"
+    assert "gpgkey = file://%s" % key in repo
+    assert keyring_primary_fingerprints(host, key) == [_checked_key_fingerprint()]
+    # dnf verifies repomd.xml.asc with it on every metadata download.
+    refresh = host.run("dnf -q --refresh --repo nvidia-container-toolkit makecache")
+    assert refresh.rc == 0, refresh.stderr
+
+
 def test_repository_is_a_deb822_source_signed_by_the_checked_key(host):
+    if el(host):
+        pytest.skip("dnf host: test_el_repository_checks_its_signed_metadata_with_the_checked_key")
     source = host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.sources").content_string
     assert "Signed-By: /etc/apt/keyrings/nvidia-container-toolkit.asc" in source
     assert "/libnvidia-container/stable/deb/amd64/" in source
     assert "Trusted" not in source
-    # The simulated repository's key, read on the controller where the harness built it.
-    repo_dir = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
-    with open(os.path.join(repo_dir, "keys", "nvidia-container-toolkit-fingerprint")) as handle:
-        expected = handle.read().strip()
-    assert keyring_primary_fingerprints(host, "/etc/apt/keyrings/nvidia-container-toolkit.asc") == [expected]
+    assert keyring_primary_fingerprints(host, "/etc/apt/keyrings/nvidia-container-toolkit.asc") == [
+        _checked_key_fingerprint()]
     # NVIDIA's install guide's one-line source would clash with it.
     assert not host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.list").exists
 

@@ -13,6 +13,10 @@ from host_checks import keyring_primary_fingerprints  # noqa: E402  pylint: disa
 KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
 SOURCE = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
 PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
+# The Rocky-shaped host (dnf): the repository's key file and .repo file.
+RPM_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"
+REPO_FILE = "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
+VERSIONLOCK = "/etc/dnf/plugins/versionlock.list"
 
 # The packages that tell the driver's version and flavour, per packaging: NVIDIA's
 # Debian pieces, NVIDIA's Ubuntu tree (branch-named), Canonical's server branch
@@ -39,6 +43,15 @@ PACKAGING = {
                  "libnvidia-compute-{b}-server", "nvidia-kernel-common-{b}-server"},
         "pinned": "nvidia-utils-{b}-server libnvidia-compute-{b}-server",
     },
+    # NVIDIA's rhel9 repository (the Rocky-shaped host): Epoch 3 pieces, the
+    # kmod package of the flavour; the branch is a module stream, the holds
+    # are dnf versionlock entries.
+    "nvidia-el": {
+        "version": "nvidia-driver-cuda",
+        "module": {"open": "kmod-nvidia-open-dkms", "proprietary": "kmod-nvidia-latest-dkms"},
+        "held": {"nvidia-driver", "nvidia-driver-cuda", "libnvidia-ml", "nvidia-kmod-common"},
+        "pinned": None,
+    },
 }
 
 
@@ -47,16 +60,18 @@ def expected(host):
     variables = host.ansible.get_variables()
     source = variables.get("nvidia_driver_source", "nvidia")
     ubuntu = any(group.startswith("ubuntu") for group in variables["group_names"])
+    el = any(group.startswith("rocky") for group in variables["group_names"])
     branch = str(variables["nvidia_driver_branch"])
     flavour = variables["nvidia_driver_flavour"]
-    packaging = PACKAGING["%s-%s" % (source, "ubuntu" if ubuntu else "debian")]
+    packaging = PACKAGING["%s-%s" % (source, "ubuntu" if ubuntu else "el" if el else "debian")]
 
     def name(template):
-        return template.format(b=branch, o="-open" if flavour == "open" else "")
+        return template.format(b=branch, o="-open" if flavour == "open" else "") if template else None
 
     return {
         "source": source,
         "ubuntu": ubuntu,
+        "el": el,
         "version_package": name(packaging["version"]),
         "module_packages": {key: name(value) for key, value in packaging["module"].items()},
         "held": {name(value) for value in packaging["held"]},
@@ -88,8 +103,21 @@ def nvidia_repository(expected):
         pytest.skip("nvidia_driver_source is %s: no NVIDIA repository is configured" % expected["source"])
 
 
+@pytest.fixture(scope="module")
+def apt_host(expected):
+    if expected["el"]:
+        pytest.skip("dnf host: its twin is the test_el_* test of the same concern")
+
+
+@pytest.fixture(scope="module")
+def dnf_host(expected):
+    if not expected["el"]:
+        pytest.skip("apt host: the test_el_* tests are the dnf hosts' twins")
+
+
 # --- repository -----------------------------------------------------------
 
+@pytest.mark.usefixtures("apt_host")
 @pytest.mark.usefixtures("nvidia_repository")
 def test_keyring_is_the_pinned_key(host, repo_fingerprint):
     keyring = host.file(KEYRING)
@@ -97,6 +125,7 @@ def test_keyring_is_the_pinned_key(host, repo_fingerprint):
     assert keyring_primary_fingerprints(host, KEYRING) == [repo_fingerprint]
 
 
+@pytest.mark.usefixtures("apt_host")
 @pytest.mark.usefixtures("nvidia_repository")
 def test_source_is_signed_by_the_keyring_only(host):
     source = host.file(SOURCE).content_string
@@ -110,6 +139,7 @@ def test_source_is_signed_by_the_keyring_only(host):
     assert others == [SOURCE]
 
 
+@pytest.mark.usefixtures("apt_host")
 def test_apt_verifies_the_repository(host):
     update = host.run("apt-get update -o APT::Update::Error-Mode=any")
     assert update.rc == 0, update.stderr
@@ -123,7 +153,8 @@ def test_requested_branch_and_flavour_are_installed(host, expected, installed_dr
     other = "proprietary" if expected["flavour"] == "open" else "open"
     assert not host.package(expected["module_packages"][other]).is_installed
     if expected["flavour"] == "proprietary" and expected["source"] == "nvidia" and not expected["ubuntu"]:
-        assert host.package("cuda-drivers-%s" % expected["branch"]).is_installed
+        # NVIDIA's EL repository has the stream, Debian's the branch meta.
+        assert host.package("cuda-drivers" if expected["el"] else "cuda-drivers-%s" % expected["branch"]).is_installed
 
 
 def test_canonical_prebuilt_module_without_dkms(host, expected, installed_driver):
@@ -147,6 +178,7 @@ def test_canonical_prebuilt_module_without_dkms(host, expected, installed_driver
     assert meta not in host.check_output("apt-mark showhold").split()
 
 
+@pytest.mark.usefixtures("apt_host")
 def test_driver_packages_are_held_at_one_version(host, expected, installed_driver):
     held = set(host.check_output("apt-mark showhold").split())
     listing = host.check_output(r"dpkg-query -W -f='${Package} ${Version}\n' 'nvidia-*' 'libnvidia-*' 'libcuda*'")
@@ -160,6 +192,7 @@ def test_driver_packages_are_held_at_one_version(host, expected, installed_drive
     assert set(driver_packages.values()) == {installed_driver}
 
 
+@pytest.mark.usefixtures("apt_host")
 def test_driver_version_is_pinned(host, expected, installed_driver):
     pin = host.file(PIN).content_string
     assert "Pin: version %s-*" % installed_driver in pin
@@ -169,6 +202,7 @@ def test_driver_version_is_pinned(host, expected, installed_driver):
     assert policy.count("Candidate: %s-" % installed_driver) == 2
 
 
+@pytest.mark.usefixtures("apt_host")
 def test_unattended_upgrades_stay_away(host):
     config = host.file("/etc/apt/apt.conf.d/51gpufleet-nvidia-unattended-upgrades").content_string
     assert "Unattended-Upgrade::Package-Blacklist" in config
@@ -176,6 +210,75 @@ def test_unattended_upgrades_stay_away(host):
         assert '"%s";' % pattern in config
     dump = host.check_output("apt-config dump Unattended-Upgrade::Package-Blacklist")
     assert '"libnvidia-"' in dump
+
+
+# --- the dnf twins (Rocky-shaped host: Debian's real dnf, rpm, versionlock) --
+
+@pytest.mark.usefixtures("nvidia_repository", "dnf_host")
+def test_el_repository_key_is_the_pinned_key(host, repo_fingerprint):
+    key = host.file(RPM_KEY)
+    assert key.exists and key.user == "root" and key.mode == 0o644
+    assert keyring_primary_fingerprints(host, RPM_KEY) == [repo_fingerprint]
+    # rpm_key imported it: rpm names an imported key gpg-pubkey-<short id>.
+    imported = host.check_output("rpm -q gpg-pubkey --qf '%{VERSION}\\n'").split()
+    assert repo_fingerprint[-8:].lower() in imported
+
+
+@pytest.mark.usefixtures("nvidia_repository", "dnf_host")
+def test_el_repository_checks_packages_with_that_key_only(host):
+    repo = host.file(REPO_FILE).content_string
+    assert re.search(r"^gpgcheck\s*=\s*1$", repo, re.M)
+    assert re.search(r"^gpgkey\s*=\s*file://%s$" % re.escape(RPM_KEY), repo, re.M)
+    baseurl = re.search(r"^baseurl\s*=\s*(\S+)$", repo, re.M).group(1)
+    others = host.run("grep -rlF %s /etc/yum.repos.d", baseurl.rstrip("/")).stdout.split()
+    assert others == [REPO_FILE]
+
+
+@pytest.mark.usefixtures("dnf_host")
+def test_el_dnf_reads_every_repository(host):
+    makecache = host.run("dnf -q makecache")
+    assert makecache.rc == 0, makecache.stderr
+
+
+@pytest.mark.usefixtures("dnf_host")
+def test_el_branch_is_the_enabled_module_stream(host, expected):
+    """NVIDIA's guide: the branch is the nvidia-driver module stream
+    (<branch>-dkms proprietary, <branch>-open open) on RHEL 9."""
+    stream = "%s-%s" % (expected["branch"], "open" if expected["flavour"] == "open" else "dkms")
+    enabled = host.check_output("dnf -q module list --enabled nvidia-driver")
+    assert re.search(r"^nvidia-driver\s+%s \[e\]" % re.escape(stream), enabled, re.M), enabled
+
+
+@pytest.mark.usefixtures("dnf_host")
+def test_el_driver_packages_are_versionlocked_at_one_version(host, expected, installed_driver):
+    listing = host.check_output("rpm -qa --qf '%{NAME} %{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n'")
+    driver_packages = {}
+    for line in listing.splitlines():
+        name, evr = line.split()
+        version = evr.split(":", 1)[1]
+        if re.match(r"^(nvidia-|libnvidia-|kmod-nvidia|cuda-drivers)", name) and re.match(r"^[0-9]{3,4}\.", version):
+            driver_packages[name] = evr
+    assert expected["held"] | {expected["module_packages"][expected["flavour"]]} <= set(driver_packages)
+    assert {evr.split(":", 1)[1].split("-")[0] for evr in driver_packages.values()} == {installed_driver}
+    # dnf versionlock's own format, one line per package: name-epoch:version-release.*
+    # (the plugin writes the epoch even when it is 0).
+    locks = [line for line in host.file(VERSIONLOCK).content_string.splitlines()
+             if line.strip() and not line.startswith("#")]
+    for name, evr in driver_packages.items():
+        assert "%s-%s.*" % (name, evr) in locks, "%s not locked (%s)" % (name, locks)
+    # dnf itself keeps them: no newer driver is offered for them.
+    listed = host.check_output("dnf -q versionlock list")
+    assert "%s-" % expected["module_packages"][expected["flavour"]] in listed
+
+
+@pytest.mark.usefixtures("dnf_host")
+def test_el_initramfs_was_rebuilt_by_dracut_with_the_blacklist(host):
+    """Real dracut (Debian's, host-only as Rocky's): the nouveau blacklist is in the image."""
+    kernel = host.check_output("uname -r")
+    image = "/boot/initramfs-%s.img" % kernel
+    assert host.file(image).exists
+    content = host.check_output("lsinitrd %s", image)
+    assert "etc/modprobe.d/gpufleet-blacklist-nouveau.conf" in content
 
 
 # --- kernel modules -------------------------------------------------------

@@ -53,6 +53,22 @@ class SigningKey:
         self._gpg("--local-user", self.fingerprint, "--digest-algo", "SHA512", "--armor", "--detach-sign",
                   "--output", os.path.join(directory, "Release.gpg"), release)
 
+    def detach_sign(self, path):
+        """path.asc: an armored detached signature (dnf's repo_gpgcheck reads repomd.xml.asc)."""
+        self._gpg("--local-user", self.fingerprint, "--digest-algo", "SHA512", "--armor", "--detach-sign",
+                  "--output", path + ".asc", path)
+
+    def sign_rpms(self, paths):
+        """rpmsign with this key (an RSA or EdDSA OpenPGP v4 signature header)."""
+        if not paths:
+            return
+        subprocess.run(["rpmsign", "--addsign", "--define", "_gpg_name %s" % self.fingerprint,
+                        "--define", "_gpg_path %s" % self.homedir,
+                        # Debian's rpm names gpg2, which Debian no longer ships.
+                        "--define", "__gpg %s" % shutil.which("gpg"),
+                        "--define", "_gpg_sign_cmd_extra_args --batch --pinentry-mode loopback --passphrase ''"]
+                       + list(paths), check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
 
 def stop_agent(homedir):
     subprocess.run(["gpgconf", "--homedir", homedir, "--kill", "all"],

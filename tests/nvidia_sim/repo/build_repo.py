@@ -25,19 +25,25 @@ import time
 
 import aptrepo
 import catalog
+import catalog_el
 import debpkg
+import rpmpkg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_PAYLOAD = os.path.dirname(HERE)
 DEFAULT_BASE_URL = os.environ.get("GPUFLEET_TEST_REPO_URL", "http://127.0.0.1:8765")
 HASH_FILE = ".build-hash"
-REQUIRED_TOOLS = ("dpkg-deb", "apt-ftparchive", "gpg", "gpgconf")
+REQUIRED_TOOLS = ("dpkg-deb", "apt-ftparchive", "gpg", "gpgconf", "rpmbuild", "rpmsign", "createrepo_c",
+                  "modifyrepo_c")
 # Fixed timestamps inside the .debs make rebuilds byte-identical.
 SOURCE_DATE_EPOCH = "1735689600"
 
 CUDA_KEY_UID = "cudatools (simulated NVIDIA CUDA repository key, test double) <cuda@nvidia-sim.invalid>"
 CTK_KEY_UID = ("NVIDIA CORPORATION (simulated container toolkit repository key, test double) "
                "<container-toolkit@nvidia-sim.invalid>")
+ROCKY_KEY_UID = ("Rocky Enterprise Software Foundation - Release key 2022 (simulated, gpufleet.nvidia test double) "
+                 "<infrastructure@rocky-sim.invalid>")
+EPEL_KEY_UID = "Fedora (epel9) (simulated, gpufleet.nvidia test double) <epel@fedora-sim.invalid>"
 UBUNTU_KEY_UID = ("Ubuntu Archive Automatic Signing Key (simulated, gpufleet.nvidia test double) "
                   "<ftpmaster@ubuntu-sim.invalid>")
 # Ubuntu's Release files list no SHA512 (NVIDIA's do).
@@ -54,6 +60,8 @@ def missing_tools():
 
 def content_hash(packages, payload_dir, base_url):
     digest = hashlib.sha256()
+    # Rocky's AppStream offers kernel-devel of the kernel the containers run.
+    digest.update(catalog.running_kernel().encode() + b"\0")
     for name in sorted(os.listdir(HERE)):
         if name.endswith(".py"):
             with open(os.path.join(HERE, name), "rb") as handle:
@@ -97,6 +105,15 @@ def _write_keys(staging, cuda_key, ctk_key, ubuntu_key):
     _write(os.path.join(keys, "ubuntu-archive-keyring.asc"), ubuntu_key.armored())
     _write(os.path.join(keys, "ubuntu-archive-keyring.gpg"), ubuntu_key.binary())
     _write(os.path.join(keys, "ubuntu-archive-fingerprint"), ubuntu_key.fingerprint + "\n")
+
+
+def _write_rpm_keys(staging, rocky_key, epel_key):
+    # Named as rocky-release and epel-release install them in /etc/pki/rpm-gpg.
+    keys = os.path.join(staging, "keys")
+    _write(os.path.join(keys, "RPM-GPG-KEY-Rocky-9"), rocky_key.armored())
+    _write(os.path.join(keys, "rocky-fingerprint"), rocky_key.fingerprint + "\n")
+    _write(os.path.join(keys, "RPM-GPG-KEY-EPEL-9"), epel_key.armored())
+    _write(os.path.join(keys, "epel-fingerprint"), epel_key.fingerprint + "\n")
 
 
 def _build_debs(packages, payload_dir, staging, jobs):
@@ -226,6 +243,74 @@ def _write_container_toolkit_extras(staging, ctk_key, base_url):
            "deb %s /\n#deb %s /\n" % (url, url.replace("/stable/", "/experimental/")))
 
 
+def _build_rpms(packages, payload_dir, staging, jobs):
+    pool = os.path.join(staging, ".rpmpool")
+    work = os.path.join(staging, ".rpmwork")
+    env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+
+    def one(index):
+        outdir = os.path.join(pool, str(index))
+        os.makedirs(outdir)
+        return index, rpmpkg.build_rpm(packages[index], payload_dir, os.path.join(work, str(index)), outdir, env)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as executor:
+        return dict(executor.map(one, range(len(packages))))
+
+
+def _rpm_dir_path(group, package):
+    """NVIDIA's repositories keep the rpms beside repodata; Rocky's and EPEL's in Packages/<letter>/."""
+    if group.startswith(("cuda:", "container-toolkit:")):
+        return package.filename
+    return os.path.join("Packages", package.name[0].lower(), package.filename)
+
+
+def _build_rpm_repositories(staging, payload_dir, keys, jobs):
+    """The RPM repositories of catalog_el.RPM_REPOS: rpms signed by their
+    repository's key, createrepo_c metadata (with the nvidia-driver module
+    streams in NVIDIA's), repomd.xml signed (repo_gpgcheck); {dir: entries}."""
+    packages = catalog.rpm_packages()
+    rpms = _build_rpms(packages, payload_dir, staging, jobs)
+    by_key = {}
+    manifest = {}
+    for index, package in enumerate(packages):
+        for group in package.repos:
+            if group not in catalog_el.RPM_REPOS:
+                raise BuildError("%s: unknown RPM repository group %r" % (package.name, group))
+            if group not in catalog_el.UNSIGNED_PACKAGES:
+                by_key.setdefault(catalog_el.RPM_REPO_KEYS[group], set()).add(index)
+    signed = [i for indexes in by_key.values() for i in indexes]
+    if len(signed) != len(set(signed)):
+        raise BuildError("an rpm cannot be signed by two repository keys")
+    for name, indexes in sorted(by_key.items()):
+        keys[name].sign_rpms([rpms[i] for i in sorted(indexes)])
+    for index, package in enumerate(packages):
+        for group in package.repos:
+            rel = catalog_el.RPM_REPOS[group]
+            target = os.path.join(staging, rel, _rpm_dir_path(group, package))
+            if os.path.exists(target):
+                raise BuildError("two packages build %s in %s" % (package.filename, rel))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            aptrepo.link_or_copy(rpms[index], target)
+            manifest.setdefault(rel, []).append({"package": package.name, "version": package.evr,
+                                                 "filename": _rpm_dir_path(group, package)})
+    modules = catalog_el.modules_yaml(catalog.el_branch_releases(catalog.PAYLOAD))
+    for group, rel in sorted(catalog_el.RPM_REPOS.items()):
+        directory = os.path.join(staging, rel)
+        os.makedirs(directory, exist_ok=True)
+        subprocess.run(["createrepo_c", "--quiet", "--no-database", "--workers", str(jobs), directory],
+                       check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if group.startswith("cuda:"):
+            path = os.path.join(staging, ".modules", "modules.yaml")
+            _write(path, modules)
+            subprocess.run(["modifyrepo_c", "--mdtype=modules", path, os.path.join(directory, "repodata")],
+                           check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            shutil.rmtree(os.path.dirname(path))
+            cuda = keys["cuda"]
+            _write(os.path.join(directory, cuda.short_id + ".pub"), cuda.armored())
+        keys[catalog_el.RPM_REPO_KEYS[group]].detach_sign(os.path.join(directory, "repodata", "repomd.xml"))
+    return manifest
+
+
 def _replace_dir(staging, out):
     old = None
     if os.path.exists(out):
@@ -242,11 +327,11 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
     if tools:
         raise BuildError("missing tools: %s (Debian: apt-get install apt-utils dpkg gnupg)" % ", ".join(tools))
     packages = catalog.all_packages()
-    missing = debpkg.missing_payload(packages, payload_dir)
+    missing = debpkg.missing_payload(packages + catalog.rpm_packages(), payload_dir)
     if missing:
         raise BuildError("missing simulator payload files in %s:\n%s"
                          % (payload_dir, "\n".join("  - " + m for m in missing)))
-    digest = content_hash(packages, payload_dir, base_url)
+    digest = content_hash(packages + catalog.rpm_packages(), payload_dir, base_url)
     if not force and up_to_date(out, digest):
         log("repository up to date: %s" % out)
         return False
@@ -258,7 +343,10 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
         cuda_key = aptrepo.SigningKey(gnupg, CUDA_KEY_UID)
         ctk_key = aptrepo.SigningKey(gnupg, CTK_KEY_UID)
         ubuntu_key = aptrepo.SigningKey(gnupg, UBUNTU_KEY_UID)
+        rocky_key = aptrepo.SigningKey(gnupg, ROCKY_KEY_UID)
+        epel_key = aptrepo.SigningKey(gnupg, EPEL_KEY_UID)
         _write_keys(staging, cuda_key, ctk_key, ubuntu_key)
+        _write_rpm_keys(staging, rocky_key, epel_key)
         year = datetime.datetime.now(datetime.timezone.utc).year
         packages = packages + catalog.keyring_packages(cuda_key.binary(), cuda_key.short_id, year, base_url)
         debs = _build_debs(packages, payload_dir, staging, jobs or os.cpu_count() or 2)
@@ -266,8 +354,11 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
         _index_and_sign(staging, manifest, cuda_key, ctk_key)
         manifest.update(_index_and_sign_ubuntu(staging, ubuntu_index, ubuntu_key))
         _write_container_toolkit_extras(staging, ctk_key, base_url)
-        shutil.rmtree(os.path.join(staging, ".pool"))
-        shutil.rmtree(os.path.join(staging, ".work"))
+        manifest.update(_build_rpm_repositories(
+            staging, payload_dir, {"cuda": cuda_key, "rocky": rocky_key, "epel": epel_key, "container-toolkit": ctk_key},
+            jobs or os.cpu_count() or 2))
+        for scratch in (".pool", ".work", ".rpmpool", ".rpmwork"):
+            shutil.rmtree(os.path.join(staging, scratch))
         _write(os.path.join(staging, "manifest.json"), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         _write(os.path.join(staging, HASH_FILE), digest + "\n")
         os.chmod(staging, 0o755)
@@ -294,7 +385,7 @@ def main(argv=None):
                         help="print the short content hash of the scripts and payload (not of --base-url) and exit")
     args = parser.parse_args(argv)
     if args.print_key:
-        print(content_hash(catalog.all_packages(), os.path.abspath(args.payload), "")[:12])
+        print(content_hash(catalog.all_packages() + catalog.rpm_packages(), os.path.abspath(args.payload), "")[:12])
         return 0
     if not args.out:
         parser.error("--out is required")

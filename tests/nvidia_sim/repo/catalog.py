@@ -9,9 +9,12 @@ tests/nvidia_sim/README.md for sources and for the few places where the
 simulation is deliberately stricter).
 """
 
+import os
+
 import catalog_canonical
 import catalog_cuda
 import catalog_drivers
+import catalog_el
 import catalog_tools
 from debpkg import Payload, PayloadTree
 
@@ -223,6 +226,40 @@ def canonical_packages():
 def all_packages():
     """What a build publishes, but cuda-keyring."""
     return packages() + canonical_packages()
+
+
+# Driver branches of NVIDIA's rhel9 repository (with the nvidia-driver module streams).
+EL_DRIVER_BRANCHES = ("535", "550", "570", "580")
+
+
+def el_branch_releases(payload):
+    """{branch: [(version, common, streams, fm)]} of the rhel9 repository, oldest release first."""
+    releases = {}
+    for branch in EL_DRIVER_BRANCHES:
+        for driver in DRIVER_BRANCHES[branch]:
+            common, streams, fm = catalog_el.driver(branch, driver, "el9", payload,
+                                                    int(branch) >= NVIDIA_OPEN_META_FROM_BRANCH)
+            releases.setdefault(branch, []).append((driver, common, streams, fm))
+    return releases
+
+
+def running_kernel():
+    """The kernel every container runs (the machine's): Rocky's AppStream
+    offers kernel-devel for it, as the real one does for its kernels."""
+    return os.uname().release
+
+
+def rpm_packages(kernel=None):
+    """Every package of the simulated RPM repositories."""
+    packages = [catalog_el.sim_runtime(SIM_RUNTIME_VERSION, PAYLOAD)]
+    for releases in el_branch_releases(PAYLOAD).values():
+        for _version, common, streams, fm in releases:
+            packages += common + [p for kind in sorted(streams) for p in streams[kind]] + fm
+    for version in CONTAINER_TOOLKIT_VERSIONS:
+        refresh = _version_tuple(version)[:2] >= CDI_REFRESH_FROM
+        packages += [catalog_el.from_deb(p, ("container-toolkit:rpm",))
+                     for p in catalog_tools.container_toolkit(version, refresh, PAYLOAD)]
+    return packages + catalog_el.base_packages(kernel or running_kernel())
 
 
 def keyring_packages(keyring, keyid, year, base_url):

@@ -21,7 +21,8 @@ import build_repo  # noqa: E402  pylint: disable=wrong-import-position
 import catalog  # noqa: E402  pylint: disable=wrong-import-position
 import debpkg  # noqa: E402  pylint: disable=wrong-import-position
 
-REQUIRED = ("dpkg-deb", "apt-ftparchive", "apt-get", "gpg", "gpgv")
+REQUIRED = ("dpkg-deb", "apt-ftparchive", "apt-get", "gpg", "gpgv", "rpmbuild", "rpmsign", "createrepo_c",
+            "modifyrepo_c", "rpm")
 
 
 def _missing_tools():
@@ -30,7 +31,7 @@ def _missing_tools():
 
 def stand_in_payload(directory):
     """Write one file for every payload path the catalog needs."""
-    for package in catalog.packages():
+    for package in catalog.packages() + catalog.rpm_packages():
         for item in package.payload_sources():
             if isinstance(item, debpkg.PayloadTree):
                 name = os.path.join(item.source, "stand_in" + item.pattern.replace("*", ""))
@@ -47,7 +48,7 @@ def stand_in_payload(directory):
 def tools():
     missing = _missing_tools()
     if missing:
-        pytest.skip("simulated repository tests need %s (Debian: apt-get install apt-utils gnupg gpgv)"
+        pytest.skip("simulated repository tests need %s (Debian: apt-get install apt-utils gnupg gpgv rpm createrepo-c)"
                     % ", ".join(missing))
 
 

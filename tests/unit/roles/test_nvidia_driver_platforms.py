@@ -222,6 +222,20 @@ def test_installed_driver_packages_are_recognised_for_holds():
         assert not re.match(pattern, name), name
 
 
+def test_el_kernel_module_package_is_held_too():
+    """Regression (first run on a Rocky-shaped host): the held names came from
+    the unattended-upgrades patterns only, so kmod-nvidia-*-dkms was never
+    versionlocked on EL. NVIDIA's guide locks *nvidia*<branch>*."""
+    import re
+    role = Role(PLATFORMS['rhel9-x86_64'][0])
+    pattern = role.render('__nvidia_driver_held_name_regex')
+    for name in ('kmod-nvidia-open-dkms', 'kmod-nvidia-latest-dkms', 'nvidia-kmod-common', 'nvidia-open'):
+        assert re.match(pattern, name), name
+    assert not re.match(pattern, 'kernel-devel')
+    debian = Role(PLATFORMS['debian12-x86_64'][0]).render('__nvidia_driver_held_name_regex')
+    assert not re.match(debian, 'kmod-nvidia-open-dkms')
+
+
 def test_module_options_merge_hardening_under_the_users_options():
     role = Role(PLATFORMS['debian12-x86_64'][0], nvidia_driver_device_file_hardening=True,
                 __nvidia_driver_device_file_gid='997',
