@@ -244,17 +244,23 @@ def _write_container_toolkit_extras(staging, ctk_key, base_url):
 
 
 def _build_rpms(packages, payload_dir, staging, jobs):
+    """Every .rpm into one pool, one rpmbuild run per worker; return {index: path}."""
     pool = os.path.join(staging, ".rpmpool")
     work = os.path.join(staging, ".rpmwork")
+    os.makedirs(pool)
     env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    names = [p.filename for p in packages]
+    if len(set(names)) != len(names):
+        raise BuildError("two rpms of the catalog have one file name")
+    specs = [rpmpkg.write_spec(package, payload_dir, work) for package in packages]
+    chunks = [specs[i::jobs] for i in range(jobs) if specs[i::jobs]]
 
     def one(index):
-        outdir = os.path.join(pool, str(index))
-        os.makedirs(outdir)
-        return index, rpmpkg.build_rpm(packages[index], payload_dir, os.path.join(work, str(index)), outdir, env)
+        rpmpkg.build_rpms(chunks[index], os.path.join(work, "top-%d" % index), pool, env)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as executor:
-        return dict(executor.map(one, range(len(packages))))
+        list(executor.map(one, range(len(chunks))))
+    return {index: os.path.join(pool, package.filename) for index, package in enumerate(packages)}
 
 
 def _rpm_dir_path(group, package):

@@ -116,32 +116,38 @@ def spec_text(package, tree, files):
     return "\n".join(lines) + "\n"
 
 
-def build_rpm(package, payload_dir, workdir, outdir, env=None):
-    """Build the .rpm of a package into outdir; return its path."""
-    base = os.path.join(workdir, "%s-%s" % (package.name, package.evr.replace(":", "_")))
+RPMBUILD_DEFINES = {
+    "_build_name_fmt": "%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}.rpm",
+    # No stripping, byte compiling, build-id links or debuginfo: the payload
+    # is scripts and text. No search for unpackaged files either: the tree is
+    # written from the same list as %files.
+    "__os_install_post": "%{nil}",
+    "__check_files": "%{nil}",
+    "_build_id_links": "none",
+    "debug_package": "%{nil}",
+    "_binary_payload": "w6.gzdio",
+    "use_source_date_epoch_as_buildtime": "1",
+    "clamp_mtime_to_source_date_epoch": "1",
+}
+
+
+def write_spec(package, payload_dir, workdir):
+    """The package's file tree and spec below workdir; return the spec's path."""
+    base = os.path.join(workdir, "%s-%s.%s" % (package.name, package.evr.replace(":", "_"), package.arch))
     tree = os.path.join(base, "tree")
     os.makedirs(tree)
-    debpkg._write_tree(package, payload_dir, tree)
+    debpkg._write_tree(package, payload_dir, tree)  # pylint: disable=protected-access
     spec = os.path.join(base, package.name + ".spec")
     with open(spec, "w") as handle:
         handle.write(spec_text(package, tree, debpkg.resolved_files(package, payload_dir)))
-    top = os.path.join(base, "rpmbuild")
-    defines = {
-        "_topdir": top,
-        "_rpmdir": outdir,
-        "_build_name_fmt": "%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}.rpm",
-        # No stripping, byte compiling, build-id links or debuginfo: the
-        # payload is scripts and text.
-        "__os_install_post": "%{nil}",
-        "_build_id_links": "none",
-        "debug_package": "%{nil}",
-        "_binary_payload": "w6.gzdio",
-        "use_source_date_epoch_as_buildtime": "1",
-        "clamp_mtime_to_source_date_epoch": "1",
-    }
-    argv = ["rpmbuild", "-bb", "--quiet", "--target", package.arch]
-    for name, value in defines.items():
+    return spec
+
+
+def build_rpms(specs, workdir, outdir, env=None):
+    """Build the specs with one rpmbuild run (its start-up, paid once, is
+    most of a small package's build) into outdir."""
+    argv = ["rpmbuild", "-bb", "--quiet", "--define", "_topdir %s" % workdir, "--define", "_rpmdir %s" % outdir]
+    for name, value in RPMBUILD_DEFINES.items():
         argv += ["--define", "%s %s" % (name, value)]
-    subprocess.run(argv + [spec], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    shutil.rmtree(top, ignore_errors=True)
-    return os.path.join(outdir, package.filename)
+    subprocess.run(argv + list(specs), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    shutil.rmtree(os.path.join(workdir, "BUILDROOT"), ignore_errors=True)
