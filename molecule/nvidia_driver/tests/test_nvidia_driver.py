@@ -103,6 +103,12 @@ def nvidia_repository(expected):
         pytest.skip("nvidia_driver_source is %s: no NVIDIA repository is configured" % expected["source"])
 
 
+def files_naming(host, url, *places):
+    """The files below places that name the repository's URL: one source per
+    repository (two are what break apt, and make dnf read it twice)."""
+    return host.run("grep -rlF %s " + " ".join(["%s"] * len(places)), url.rstrip("/"), *places).stdout.split()
+
+
 @pytest.fixture(scope="module")
 def apt_host(expected):
     if expected["el"]:
@@ -135,8 +141,7 @@ def test_source_is_signed_by_the_keyring_only(host):
     assert not host.package("cuda-keyring").is_installed
     # No other source for the same repository (that is what breaks apt).
     uri = re.search(r"^URIs: (\S+)", source, re.M).group(1)
-    others = host.run("grep -rlF %s /etc/apt/sources.list /etc/apt/sources.list.d", uri.rstrip("/")).stdout.split()
-    assert others == [SOURCE]
+    assert files_naming(host, uri, "/etc/apt/sources.list", "/etc/apt/sources.list.d") == [SOURCE]
 
 
 @pytest.mark.usefixtures("apt_host")
@@ -230,8 +235,7 @@ def test_el_repository_checks_packages_with_that_key_only(host):
     assert re.search(r"^gpgcheck\s*=\s*1$", repo, re.M)
     assert re.search(r"^gpgkey\s*=\s*file://%s$" % re.escape(RPM_KEY), repo, re.M)
     baseurl = re.search(r"^baseurl\s*=\s*(\S+)$", repo, re.M).group(1)
-    others = host.run("grep -rlF %s /etc/yum.repos.d", baseurl.rstrip("/")).stdout.split()
-    assert others == [REPO_FILE]
+    assert files_naming(host, baseurl, "/etc/yum.repos.d") == [REPO_FILE]
 
 
 @pytest.mark.usefixtures("dnf_host")

@@ -327,17 +327,20 @@ def _replace_dir(staging, out):
         shutil.rmtree(old)
 
 
-def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
+def build(out, payload_dir, base_url, force=False, jobs=None, log=print, with_rpm=True):
+    """Build the repositories into out; with_rpm=False leaves out the rpm
+    repositories (for tests of the apt ones: rpmbuild is most of a build)."""
     out = os.path.abspath(out)
     tools = missing_tools()
     if tools:
         raise BuildError("missing tools: %s (Debian: apt-get install apt-utils dpkg gnupg)" % ", ".join(tools))
     packages = catalog.all_packages()
-    missing = debpkg.missing_payload(packages + catalog.rpm_packages(), payload_dir)
+    rpm_packages = catalog.rpm_packages() if with_rpm else []
+    missing = debpkg.missing_payload(packages + rpm_packages, payload_dir)
     if missing:
         raise BuildError("missing simulator payload files in %s:\n%s"
                          % (payload_dir, "\n".join("  - " + m for m in missing)))
-    digest = content_hash(packages + catalog.rpm_packages(), payload_dir, base_url)
+    digest = content_hash(packages + rpm_packages, payload_dir, base_url + ("" if with_rpm else " without rpm"))
     if not force and up_to_date(out, digest):
         log("repository up to date: %s" % out)
         return False
@@ -349,10 +352,7 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
         cuda_key = aptrepo.SigningKey(gnupg, CUDA_KEY_UID)
         ctk_key = aptrepo.SigningKey(gnupg, CTK_KEY_UID)
         ubuntu_key = aptrepo.SigningKey(gnupg, UBUNTU_KEY_UID)
-        rocky_key = aptrepo.SigningKey(gnupg, ROCKY_KEY_UID)
-        epel_key = aptrepo.SigningKey(gnupg, EPEL_KEY_UID)
         _write_keys(staging, cuda_key, ctk_key, ubuntu_key)
-        _write_rpm_keys(staging, rocky_key, epel_key)
         year = datetime.datetime.now(datetime.timezone.utc).year
         packages = packages + catalog.keyring_packages(cuda_key.binary(), cuda_key.short_id, year, base_url)
         debs = _build_debs(packages, payload_dir, staging, jobs or os.cpu_count() or 2)
@@ -360,11 +360,16 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
         _index_and_sign(staging, manifest, cuda_key, ctk_key)
         manifest.update(_index_and_sign_ubuntu(staging, ubuntu_index, ubuntu_key))
         _write_container_toolkit_extras(staging, ctk_key, base_url)
-        manifest.update(_build_rpm_repositories(
-            staging, payload_dir, {"cuda": cuda_key, "rocky": rocky_key, "epel": epel_key, "container-toolkit": ctk_key},
-            jobs or os.cpu_count() or 2))
+        if with_rpm:
+            rocky_key = aptrepo.SigningKey(gnupg, ROCKY_KEY_UID)
+            epel_key = aptrepo.SigningKey(gnupg, EPEL_KEY_UID)
+            _write_rpm_keys(staging, rocky_key, epel_key)
+            manifest.update(_build_rpm_repositories(
+                staging, payload_dir,
+                {"cuda": cuda_key, "rocky": rocky_key, "epel": epel_key, "container-toolkit": ctk_key},
+                jobs or os.cpu_count() or 2))
         for scratch in (".pool", ".work", ".rpmpool", ".rpmwork"):
-            shutil.rmtree(os.path.join(staging, scratch))
+            shutil.rmtree(os.path.join(staging, scratch), ignore_errors=True)
         _write(os.path.join(staging, "manifest.json"), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         _write(os.path.join(staging, HASH_FILE), digest + "\n")
         os.chmod(staging, 0o755)
@@ -375,7 +380,7 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print):
     finally:
         aptrepo.stop_agent(gnupg)
         shutil.rmtree(gnupg, ignore_errors=True)
-    log("repository built: %s (%d packages)" % (out, len(packages)))
+    log("repository built: %s (%d packages)" % (out, len(packages) + len(rpm_packages)))
     return True
 
 
