@@ -238,7 +238,8 @@ def el_branch_releases(payload):
     for branch in EL_DRIVER_BRANCHES:
         for driver in DRIVER_BRANCHES[branch]:
             common, streams, fm = catalog_el.driver(branch, driver, "el9", payload,
-                                                    int(branch) >= NVIDIA_OPEN_META_FROM_BRANCH)
+                                                    int(branch) >= NVIDIA_OPEN_META_FROM_BRANCH,
+                                                    int(branch) >= UNVERSIONED_FABRIC_MANAGER_FROM_BRANCH)
             releases.setdefault(branch, []).append((driver, common, streams, fm))
     return releases
 

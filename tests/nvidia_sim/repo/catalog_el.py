@@ -51,7 +51,7 @@ def _eq(name, version):
     return "%s = %d:%s" % (name, EPOCH, version)
 
 
-def driver(branch, version, dist, payload, open_meta):
+def driver(branch, version, dist, payload, open_meta, unversioned_fm=False):
     """The packages of one driver release for one EL major; {stream kind: names} marks which
     belong to the -dkms ("proprietary") and -open ("open") streams besides the common ones."""
     release = "1." + dist
@@ -110,13 +110,17 @@ def driver(branch, version, dist, payload, open_meta):
     if open_meta:
         streams["open"].append(pkg("nvidia-open", "NVIDIA driver with open kernel modules meta-package",
                                    requires=userland + (eq("kmod-nvidia-open-dkms"),)))
-    # Fabric Manager and NSCQ: unversioned FM name from 460 on, NSCQ per branch;
-    # the simulation ties them to the driver release (NVIDIA's carry no such dependency).
+    # Fabric Manager and NSCQ: nvidia-fabric-manager and libnvidia-nscq-<branch>
+    # up to 570, nvidia-fabricmanager and libnvidia-nscq from 580 (the names
+    # NVIDIA's newer EL installs ask for; facts document, section 2.3). The
+    # simulation ties them to the driver release (NVIDIA's carry no such dependency).
+    fm_name = "nvidia-fabricmanager" if unversioned_fm else "nvidia-fabric-manager"
+    nscq_name = "libnvidia-nscq" if unversioned_fm else "libnvidia-nscq-%s" % branch
     fm = [
-        pkg("nvidia-fabric-manager", "Fabric Manager for NVSwitch based systems", epoch=None, release="1",
+        pkg(fm_name, "Fabric Manager for NVSwitch based systems", epoch=None, release="1",
             requires=(eq("nvidia-kmod-common"), "nvidia-sim-runtime"),
             files=tuple(payload["fabricmanager"]) + (version_marker("fabricmanager", version),)),
-        pkg("libnvidia-nscq-%s" % branch, "NVSwitch Configuration and Query library", epoch=None, release="1",
+        pkg(nscq_name, "NVSwitch Configuration and Query library", epoch=None, release="1",
             requires=(eq("nvidia-kmod-common"),),
             files=(Text("/usr/lib64/libnvidia-nscq.so.%s" % version, gen.placeholder("NSCQ library")),)),
     ]

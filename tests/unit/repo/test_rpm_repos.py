@@ -68,9 +68,12 @@ def test_every_artifact_is_a_package_of_the_repository(built):
         other = "kmod-nvidia-latest-dkms" if kmod == "kmod-nvidia-open-dkms" else "kmod-nvidia-open-dkms"
         assert kmod in data["profiles"]["default"]["rpms"], data["stream"]
         assert not any(a.startswith(other + "-") for a in data["artifacts"]["rpms"]), data["stream"]
-        # The fm profile adds Fabric Manager and NSCQ to the default one.
-        assert set(data["profiles"]["fm"]["rpms"]) - set(data["profiles"]["default"]["rpms"]) == {
-            "nvidia-fabric-manager", "libnvidia-nscq-%s" % data["description"].split("driver version ")[1][:3]}
+        # The fm profile adds Fabric Manager and NSCQ to the default one: named
+        # per branch up to 570, without it from 580.
+        branch = data["description"].split("driver version ")[1][:3]
+        fm = ({"nvidia-fabricmanager", "libnvidia-nscq"} if int(branch) >= catalog.UNVERSIONED_FABRIC_MANAGER_FROM_BRANCH
+              else {"nvidia-fabric-manager", "libnvidia-nscq-%s" % branch})
+        assert set(data["profiles"]["fm"]["rpms"]) - set(data["profiles"]["default"]["rpms"]) == fm, data["stream"]
 
 
 def test_driver_pieces_carry_epoch_3_and_the_el9_dist_tag(built):
