@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -139,9 +138,7 @@ def test_build_is_cached_by_content_hash(tools, payload, tmp_path):  # pylint: d
     # full build in conftest.py covers the rpm ones).
     out = str(tmp_path / "repo")
     messages = []
-    started = time.time()
     assert build_repo.build(out, payload, BASE_URL, log=messages.append, with_rpm=False)
-    assert time.time() - started < 60
     with open(os.path.join(out, "keys", "fingerprint")) as handle:
         fingerprint = handle.read()
     assert not build_repo.build(out, payload, BASE_URL, log=messages.append, with_rpm=False)
