@@ -270,11 +270,11 @@ def _rpm_dir_path(group, package):
     return os.path.join("Packages", package.name[0].lower(), package.filename)
 
 
-def _build_rpm_repositories(staging, payload_dir, keys, jobs):
-    """The RPM repositories of catalog_el.RPM_REPOS: rpms signed by their
-    repository's key, createrepo_c metadata (with the nvidia-driver module
-    streams in NVIDIA's), repomd.xml signed (repo_gpgcheck); {dir: entries}."""
-    packages = catalog.rpm_packages()
+def _build_rpm_repositories(packages, staging, payload_dir, keys, jobs):
+    """The RPM repositories of catalog_el.RPM_REPOS from the catalog's
+    packages: rpms signed by their repository's key, createrepo_c metadata
+    (with the nvidia-driver module streams in NVIDIA's), repomd.xml signed
+    (repo_gpgcheck); {dir: entries}."""
     rpms = _build_rpms(packages, payload_dir, staging, jobs)
     by_key = {}
     manifest = {}
@@ -291,14 +291,13 @@ def _build_rpm_repositories(staging, payload_dir, keys, jobs):
         keys[name].sign_rpms([rpms[i] for i in sorted(indexes)])
     for index, package in enumerate(packages):
         for group in package.repos:
-            rel = catalog_el.RPM_REPOS[group]
-            target = os.path.join(staging, rel, _rpm_dir_path(group, package))
+            rel, path = catalog_el.RPM_REPOS[group], _rpm_dir_path(group, package)
+            target = os.path.join(staging, rel, path)
             if os.path.exists(target):
                 raise BuildError("two packages build %s in %s" % (package.filename, rel))
             os.makedirs(os.path.dirname(target), exist_ok=True)
             aptrepo.link_or_copy(rpms[index], target)
-            manifest.setdefault(rel, []).append({"package": package.name, "version": package.evr,
-                                                 "filename": _rpm_dir_path(group, package)})
+            manifest.setdefault(rel, []).append({"package": package.name, "version": package.evr, "filename": path})
     modules = catalog_el.modules_yaml(catalog.el_branch_releases(catalog.PAYLOAD))
     for group, rel in sorted(catalog_el.RPM_REPOS.items()):
         directory = os.path.join(staging, rel)
@@ -365,7 +364,7 @@ def build(out, payload_dir, base_url, force=False, jobs=None, log=print, with_rp
             epel_key = aptrepo.SigningKey(gnupg, EPEL_KEY_UID)
             _write_rpm_keys(staging, rocky_key, epel_key)
             manifest.update(_build_rpm_repositories(
-                staging, payload_dir,
+                rpm_packages, staging, payload_dir,
                 {"cuda": cuda_key, "rocky": rocky_key, "epel": epel_key, "container-toolkit": ctk_key},
                 jobs or os.cpu_count() or 2))
         for scratch in (".pool", ".work", ".rpmpool", ".rpmwork"):

@@ -26,8 +26,6 @@ from debpkg import Symlink, Text
 from rpmpkg import RpmPackage
 
 EPOCH = 3
-# EL major -> (repository directory key, dist tag).
-EL_RELEASES = {"9": "el9"}
 # Repository groups (RpmPackage.repos) -> directory below the output.
 RPM_REPOS = {
     "cuda:rhel9": "compute/cuda/repos/rhel9/x86_64",
@@ -191,9 +189,9 @@ def base_packages(kernel):
     programs themselves are the shaped host's Debian userland (dkms, the
     dnf versionlock plugin): these packages carry Rocky's and EPEL's names
     and versions for dnf and rpm to resolve and record."""
-    def marker(name, version, release, summary, repo, arch="noarch", provides=()):
+    def marker(name, version, release, summary, repo, arch="noarch"):
         return RpmPackage(name, version, release, summary + "\nThe program is the shaped host's Debian userland's.",
-                          arch=arch, provides=provides, repos=(repo,))
+                          arch=arch, repos=(repo,))
     return [
         marker("grubby", "8.40", "61.el9", "Command line tool for updating bootloader configs", "rocky9:BaseOS",
                arch="x86_64"),
@@ -207,7 +205,7 @@ def base_packages(kernel):
     ]
 
 
-def streams_of(branch_releases, default_stream=DEFAULT_STREAM):
+def streams_of(branch_releases):
     """Stream name -> (branch, kind) for branches {branch: [(version, common, streams, fm)]}."""
     result = {}
     branches = sorted(branch_releases, key=int)

@@ -40,7 +40,7 @@ class RpmPackage:
     postinst: Optional[str] = None
     prerm: Optional[str] = None
     postrm: Optional[str] = None
-    # Repository groups carrying the package: "el:<repo dir key>" (catalog_el.RPM_REPOS).
+    # Repository groups carrying the package: keys of catalog_el.RPM_REPOS.
     repos: Tuple[str, ...] = ()
 
     @property
