@@ -4,13 +4,15 @@
 
 PLATFORMS_JSON is Molecule's `platforms` list (molecule/_shared/create.yml and
 destroy.yml pass `molecule_yml.platforms`). Molecule's docker driver does the
-same through community.docker modules, run asynchronously and polled: about
-45 s of controller CPU to create five containers and 8 s to destroy them on
-the CI machine, paid three times a scenario (destroy, create, destroy) while
-the other scenarios wait for the same two cores. Here one `docker run` per
-container, all at once: the containers are the same (see PLATFORM_KEYS for
-what is translated); a platform key this helper does not translate stops it
-with the key named, so nothing is silently left out.
+same through community.docker modules, run asynchronously and polled, paid
+three times a scenario (destroy, create, destroy) while the other scenarios
+wait for the same two cores. Measured (user + system CPU of the molecule
+command): `molecule destroy` of five containers 8.0-9.4 s with the driver, 3.0-3.4 s
+with this; `molecule create` of two (create and the shared prepare) 14.1-14.9 s
+with the driver, 9.7-11.5 s with this. Here one `docker
+run` per container, all at once: the containers are the same (see
+PLATFORM_KEYS for what is translated); a platform key this helper does not
+translate stops it with the key named, so nothing is silently left out.
 
 create: a container that already exists is started (Molecule's recreate:
 false); exit 1 with docker's message when one cannot be created.

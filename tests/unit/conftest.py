@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import atexit
+import importlib.util
 import os
 import shutil
 import sys
@@ -24,6 +25,14 @@ import tempfile
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_file(path, name):
+    """The module in a file that is no package's (the harness's scripts, a scenario's helpers), freshly loaded."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _collections_root():

@@ -16,22 +16,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
-import importlib.util
 import os
 
 import pytest
 import yaml
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_file
 
 HARNESS = os.path.join(REPO_ROOT, 'tests', 'harness')
 
 
 def _containers():
-    spec = importlib.util.spec_from_file_location('harness_containers', os.path.join(HARNESS, 'containers.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(os.path.join(HARNESS, 'containers.py'), 'harness_containers')
 
 
 def _platforms():

@@ -16,13 +16,12 @@ Here a stand-in for ansible-playbook prints a task banner and ignores SIGINT.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import importlib.util
 import os
 import signal
 import stat
 import sys
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_file
 
 STUBBORN = '''#!%s
 import signal, sys, time
@@ -35,9 +34,7 @@ time.sleep(120)
 def _faults(tmp_path, monkeypatch):
     monkeypatch.setenv('MOLECULE_EPHEMERAL_DIRECTORY', str(tmp_path))
     path = os.path.join(REPO_ROOT, 'molecule', 'faults', 'tests', 'faults.py')
-    spec = importlib.util.spec_from_file_location('fault_suite_runner', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file(path, 'fault_suite_runner')
     stub = tmp_path / 'ansible-playbook'
     stub.write_text(STUBBORN % sys.executable)
     stub.chmod(stub.stat().st_mode | stat.S_IXUSR)

@@ -15,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
-import importlib.util
 import os
 import re
 import socket
@@ -24,17 +23,14 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_file
 
 HARNESS = os.path.join(REPO_ROOT, 'tests', 'harness')
 REPO_PORT = 8765
 
 
 def _ports_module():
-    spec = importlib.util.spec_from_file_location('harness_ports', os.path.join(HARNESS, 'ports.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(os.path.join(HARNESS, 'ports.py'), 'harness_ports')
 
 
 def _declared():
