@@ -286,6 +286,17 @@ enabled=1
 countme=1
 metadata_expire=6h
 gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-Rocky-9
+--- /usr/sbin/alternatives
+#!/bin/sh
+# Shaped host: Debian's update-alternatives under the name and with the admin
+# directory of Rocky's (chkconfig's) alternatives. Their --install, --set,
+# --auto and --remove take the same arguments and write the same admin file
+# (mode, link, slaves, then each member and its priority); --display and
+# --list differ and are not offered here.
+case "$1" in
+  --display|--list) echo "alternatives $1: not offered by this shaped host (see /etc/gpufleet-shaped-host)" >&2; exit 2 ;;
+esac
+exec /usr/bin/update-alternatives --admindir /var/lib/alternatives "$@"
 --- /etc/gpufleet-shaped-host
 This test host is shaped like Rocky Linux 9.5; it is not Rocky Linux.
 Userland: Debian bookworm (its packages, Python 3.11, systemd 252), with
@@ -293,7 +304,8 @@ Debian's real dnf 4.14, rpm 4.18, dnf-plugins-core (versionlock), dracut,
 gnupg and dkms. The RPM database (/var/lib/rpm) holds only what dnf installs.
 Kernel: the machine's, shared by every container (uname -r).
 Rocky's files: os-release, rocky-release (redhat-release, system-release),
-dnf.conf, yum.repos.d/rocky.repo, dnf vars.
+dnf.conf, yum.repos.d/rocky.repo, dnf vars. /usr/sbin/alternatives is
+Debian's update-alternatives with Rocky's admin directory (/var/lib/alternatives).
 Repositories: simulated BaseOS, AppStream, EPEL and NVIDIA rhel9 repositories
 served by the gpufleet.nvidia test harness (tests/nvidia_sim/repo), signed by
 simulated keys; prepare points the repository files at them.
@@ -345,6 +357,8 @@ shape() {
         if [ -f /etc/rocky-release ]; then
           ln -s rocky-release /etc/redhat-release
           ln -s rocky-release /etc/system-release
+          chmod 0755 /usr/sbin/alternatives
+          mkdir -p /var/lib/alternatives
           rpm --initdb
           # What the Debian userland provides, recorded in the RPM database
           # as one package: rpm checks scriptlet interpreters (/bin/sh) and

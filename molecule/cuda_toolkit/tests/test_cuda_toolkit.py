@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from gpufleet_packages import installed, is_el
 
 TOOLKITS = ("12.8", "13.0")
 DEFAULT = "12.8"
@@ -34,14 +35,22 @@ def test_each_nvcc_reports_its_release(host, version):
     assert "Cuda compilation tools, release %s, V%s" % (version, NVCC[version]) in out
 
 
+def alternatives(host, group):
+    """The link group's admin file, as Debian's update-alternatives and EL's
+    alternatives both write it: mode, link, a blank line, each member and its
+    priority (no slaves in the toolkit groups)."""
+    admin = "/var/lib/alternatives" if is_el(host) else "/var/lib/dpkg/alternatives"
+    lines = host.file("%s/%s" % (admin, group)).content_string.splitlines()
+    members = [line for line in lines[lines.index("") + 1:] if line][::2]
+    return {"mode": lines[0], "link": lines[1], "members": members}
+
+
 def test_default_is_the_cuda_alternative_in_manual_mode(host):
-    query = host.check_output("update-alternatives --query cuda")
-    fields = dict(line.split(": ", 1) for line in query.splitlines() if ": " in line)
-    assert fields["Link"] == "/usr/local/cuda"
-    assert fields["Status"] == "manual"
-    assert fields["Value"] == "/usr/local/cuda-%s" % DEFAULT
-    members = re.findall(r"(?m)^Alternative: (\S+)", query)
-    assert sorted(members) == ["/usr/local/cuda-%s" % v for v in TOOLKITS]
+    group = alternatives(host, "cuda")
+    assert group["link"] == "/usr/local/cuda"
+    assert group["mode"] == "manual"
+    assert sorted(group["members"]) == ["/usr/local/cuda-%s" % v for v in TOOLKITS]
+    assert host.file("/etc/alternatives/cuda").linked_to == "/usr/local/cuda-%s" % DEFAULT
     link = host.file("/usr/local/cuda")
     assert link.is_symlink and link.linked_to == "/usr/local/cuda-%s" % DEFAULT
     assert host.file("/usr/local/cuda").linked_to == host.file("/etc/alternatives/cuda").linked_to
@@ -85,16 +94,23 @@ def test_dynamic_linker_reads_lib64_of_the_default(host):
 def test_no_driver_package_came_with_the_toolkits(host):
     # The driver role installed the driver; every driver package must be of
     # that one driver version, and none may be a dependency of a toolkit.
-    rdeps = host.run("apt-cache depends --recurse --no-recommends --no-suggests --installed %s"
-                     % " ".join("cuda-toolkit-%s" % v.replace(".", "-") for v in TOOLKITS))
-    assert rdeps.rc == 0, rdeps.stderr
-    pulled = {m for m in re.findall(r"(?m)^\s*(?:Depends|PreDepends): <?([^\s>]+)>?", rdeps.stdout) if DRIVER_PACKAGE.match(m)}
+    toolkits = " ".join("cuda-toolkit-%s" % v.replace(".", "-") for v in TOOLKITS)
+    if is_el(host):
+        # The installed packages the toolkits need, all the way down.
+        closure = host.run("dnf -q repoquery --installed --requires --resolve --recursive --qf '%%{name}' %s" % toolkits)
+        assert closure.rc == 0, closure.stderr
+        pulled = {name for name in closure.stdout.split() if DRIVER_PACKAGE.match(name)}
+    else:
+        rdeps = host.run("apt-cache depends --recurse --no-recommends --no-suggests --installed %s" % toolkits)
+        assert rdeps.rc == 0, rdeps.stderr
+        pulled = {m for m in re.findall(r"(?m)^\s*(?:Depends|PreDepends): <?([^\s>]+)>?", rdeps.stdout)
+                  if DRIVER_PACKAGE.match(m)}
     assert pulled == set()
     branch = host_vars(host)["nvidia_driver_branch"]
-    installed = host.check_output("dpkg-query -W -f '${Package} ${Version}\\n'").splitlines()
-    drivers = [line for line in installed if DRIVER_PACKAGE.match(line)]
+    drivers = {name: version for name, version in installed(host).items() if DRIVER_PACKAGE.match(name)}
     assert drivers
-    assert all(line.split()[1].startswith(branch + ".") for line in drivers), drivers
+    # "[epoch:]version-revision": the driver's version after any epoch.
+    assert all(v.split(":")[-1].startswith(branch + ".") for v in drivers.values()), drivers
 
 
 def test_forward_compatibility_only_where_asked(host):

@@ -6,6 +6,7 @@ import csv
 import io
 
 import pytest
+from gpufleet_packages import held, installed, is_el, version
 
 
 def variables(host):
@@ -17,13 +18,21 @@ def has_nvswitch(host):
 
 
 def driver_version(host):
-    return host.check_output("dpkg-query -W -f '${Version}' nvidia-driver").split("-")[0]
+    """The loaded driver's version (the simulated driver loads the installed
+    one): the driver packages' names differ between NVIDIA's Debian, Ubuntu
+    and EL repositories, nvidia-smi says the same everywhere."""
+    out = host.check_output("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+    return out.split()[0]
 
 
 def package_names(host):
+    """NVIDIA's names: from 580 unversioned everywhere; before, the branch in
+    both names on Debian and Ubuntu, in NSCQ's only on EL."""
     branch = driver_version(host).split(".")[0]
     if int(branch) >= 580:
         return ["nvidia-fabricmanager", "libnvidia-nscq"]
+    if is_el(host):
+        return ["nvidia-fabric-manager", "libnvidia-nscq-%s" % branch]
     return ["nvidia-fabricmanager-%s" % branch, "libnvidia-nscq-%s" % branch]
 
 
@@ -42,12 +51,10 @@ def plain_host(host):
 
 
 def test_packages_have_the_drivers_exact_version_and_are_held(nvswitch_host):
-    held = nvswitch_host.check_output("apt-mark showhold").split()
+    locked = held(nvswitch_host)
     for name in package_names(nvswitch_host):
-        pkg = nvswitch_host.package(name)
-        assert pkg.is_installed, name
-        assert pkg.version == driver_version(nvswitch_host) + "-1", name
-        assert name in held, name
+        assert version(nvswitch_host, name) == driver_version(nvswitch_host) + "-1", name
+        assert name in locked, name
 
 
 def test_fabric_manager_reports_the_drivers_version(nvswitch_host):
@@ -77,7 +84,6 @@ def test_fabric_manager_configured_the_switches(nvswitch_host):
 
 
 def test_nothing_installed_without_nvswitch(plain_host):
-    installed = plain_host.run("dpkg-query -W -f '${Package} ${Status}\\n' '*fabricmanager*' '*nscq*'")
-    assert [line for line in installed.stdout.splitlines() if line.endswith(" installed")] == []
+    assert installed(plain_host, "*fabricmanager*", "*fabric-manager*", "*nscq*") == {}
     assert not plain_host.file("/lib/systemd/system/nvidia-fabricmanager.service").exists
     assert not plain_host.file("/var/run/nvidia-fabricmanager/nv-fabricmanager.pid").exists

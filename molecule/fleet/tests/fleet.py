@@ -62,6 +62,21 @@ def driver(container):
     return out(container, "nvidia-smi --query-gpu=driver_version --format=csv,noheader").split()[0]
 
 
+def package_version(container, name):
+    """The installed version of a package without its epoch ("" when not
+    installed): rpm's version-release on the Rocky-shaped node, dpkg's
+    upstream-revision on the others."""
+    proc = sh(container, "if [ -f /etc/redhat-release ]; then rpm -q --qf '%%{VERSION}-%%{RELEASE}' %s; "
+                         "else dpkg-query -W -f='${db:Status-Abbrev}${Version}' %s; fi" % (name, name), check=False)
+    if proc.returncode != 0:
+        return ""
+    text = proc.stdout.strip()
+    if text[1:3] == "i ":
+        # "ii " installed, "hi " installed and held (the first letter is the wanted state).
+        return text[3:].split(":")[-1]
+    return "" if " " in text else text
+
+
 def record(container):
     proc = sh(container, "cat /var/lib/gpufleet/drained", check=False)
     return json.loads(proc.stdout) if proc.returncode == 0 else None

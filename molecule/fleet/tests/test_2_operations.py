@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
-    GPU_NODES, driver, out, put, record, restarts, run, sh, slurm_node)
+    GPU_NODES, driver, out, package_version, put, record, restarts, run, sh, slurm_node)
 
 # The headless Chromium check of the unit tests, here on the fleet's own report.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".collections"))
@@ -157,14 +157,14 @@ def test_3_rolling_upgrade_stops_at_a_node_failing_verification(before):
     # HGX: upgraded with Fabric Manager at exactly the driver's version, rebooted, failed its
     # verification: stays drained with the reason, in Slurm and on the node.
     assert driver("fleet-hgx").startswith("580.") and restarts("fleet-hgx") == before["fleet-hgx"] + 1
-    fm = out("fleet-hgx", "dpkg-query -W -f='${Version}' nvidia-fabricmanager").split("-")[0]
+    fm = package_version("fleet-hgx", "nvidia-fabricmanager").split("-")[0]
     assert fm == driver("fleet-hgx")
     assert out("fleet-hgx", "systemctl is-active nvidia-fabricmanager").strip() == "active"
     # The reason first: where the run stopped explains every later difference.
     hgx = slurm_node("fleet-hgx")
     assert "DRAIN" in hgx["state"] and "verification failed" in hgx["reason"], (hgx["text"], result.summary())
     # DCGM's CUDA plugin followed the driver's CUDA major (12 -> 13).
-    assert out("fleet-hgx", "dpkg-query -W -f='${db:Status-Abbrev}' datacenter-gpu-manager-4-cuda13").startswith("ii")
+    assert package_version("fleet-hgx", "datacenter-gpu-manager-4-cuda13")
     assert "xid_79" in hgx["reason"] or "xid" in hgx["reason"].lower(), hgx["text"]
     assert record("fleet-hgx")["reason"] == hgx["reason"]
     assert [host for host, _task, _msg in result.failed()][-1] == "fleet-hgx"

@@ -260,7 +260,28 @@ def rpm_packages(kernel=None):
         refresh = _version_tuple(version)[:2] >= CDI_REFRESH_FROM
         packages += [catalog_el.from_deb(p, ("container-toolkit:rpm",))
                      for p in catalog_tools.container_toolkit(version, refresh, PAYLOAD)]
+    packages += [catalog_el.from_deb(p, ("cuda:rhel9",)) for p in el_cuda_twins()]
     return packages + catalog_el.base_packages(kernel or running_kernel())
+
+
+def el_cuda_twins():
+    """The toolkits, cuDNN and DCGM of the rhel9 repository, as the .debs
+    they twin: NVIDIA's EL names differ only in the development packages'
+    infix ("devel"), and cuDNN's files sit where EL keeps them."""
+    packages = catalog_cuda.config_commons(CUDA_RELEASES)
+    for release in CUDA_RELEASES:
+        packages += catalog_cuda.toolkit(release, dev="devel")
+        packages.append(catalog_cuda.compat(release))
+    majors = sorted({m for ms in CUDNN_RELEASES.values() for m in ms})
+    for version, cuda_majors in sorted(CUDNN_RELEASES.items()):
+        for major in cuda_majors:
+            packages += catalog_cuda.cudnn(version, major, majors, dev="devel", libdir="/usr/lib64",
+                                           includedir="/usr/include", alternatives="alternatives")
+    for version in DCGM4_VERSIONS:
+        packages += catalog_tools.dcgm4(version, PAYLOAD)
+    packages.append(catalog_tools.dcgm3(DCGM3_VERSION, PAYLOAD))
+    packages.append(catalog_tools.dcgm_exporter(DCGM_EXPORTER_VERSION, DCGM_EXPORTER_MIN_DCGM, PAYLOAD))
+    return packages
 
 
 def keyring_packages(keyring, keyid, year, base_url):

@@ -38,7 +38,10 @@ def config_commons(releases):
     return packages
 
 
-def toolkit(release):
+def toolkit(release, dev="dev"):
+    """One toolkit release; dev is the development packages' infix: "dev" in
+    the Debian and Ubuntu repositories, "devel" in the EL ones
+    (cuda-cudart-devel-12-8, cuda-libraries-devel-12-8)."""
     major, xy, prefix = _names(release)
     meta = release["toolkit"] + REVISION
     cudart = release["cudart"] + REVISION
@@ -56,23 +59,23 @@ def toolkit(release):
                 files=(Text(lib + "/" + runtime_lib, gen.placeholder("CUDA runtime " + release["cudart"])),
                        Symlink(lib + "/libcudart.so.%s" % major, runtime_lib),
                        Symlink(prefix + "/lib64", "targets/x86_64-linux/lib"))),
-        Package("cuda-cudart-dev-%s" % xy, cudart, "CUDA Runtime native dev links, headers",
+        Package("cuda-cudart-%s-%s" % (dev, xy), cudart, "CUDA Runtime native dev links, headers",
                 depends=("cuda-cudart-%s" % xy,),
                 files=(Text(include + "/cuda_runtime_api.h", gen.cuda_runtime_api_h(release)),
                        Symlink(lib + "/libcudart.so", "libcudart.so.%s" % major),
                        Symlink(prefix + "/include", "targets/x86_64-linux/include"))),
-        Package("cuda-nvcc-%s" % xy, nvcc, "CUDA nvcc", depends=("cuda-cudart-dev-%s" % xy,),
+        Package("cuda-nvcc-%s" % xy, nvcc, "CUDA nvcc", depends=("cuda-cudart-%s-%s" % (dev, xy),),
                 files=(Text(prefix + "/bin/nvcc", gen.nvcc_script(release), 0o755),)),
         Package("cuda-compiler-%s" % xy, meta, "CUDA compiler",
                 depends=("cuda-nvcc-%s (>= %s)" % (xy, release["nvcc"]),)),
         Package("cuda-libraries-%s" % xy, meta, "CUDA Libraries %s meta-package" % release["release"],
                 depends=("cuda-cudart-%s (>= %s)" % (xy, release["cudart"]),)),
-        Package("cuda-libraries-dev-%s" % xy, meta, "CUDA Libraries %s development meta-package" % release["release"],
-                depends=("cuda-cudart-dev-%s (>= %s)" % (xy, release["cudart"]),)),
+        Package("cuda-libraries-%s-%s" % (dev, xy), meta, "CUDA Libraries %s development meta-package" % release["release"],
+                depends=("cuda-cudart-%s-%s (>= %s)" % (dev, xy, release["cudart"]),)),
         Package("cuda-toolkit-%s" % xy, meta, "CUDA Toolkit %s meta-package" % release["release"],
                 depends=("cuda-compiler-%s (>= %s)" % (xy, release["toolkit"]),
                          "cuda-libraries-%s (>= %s)" % (xy, release["toolkit"]),
-                         "cuda-libraries-dev-%s (>= %s)" % (xy, release["toolkit"])) + configs),
+                         "cuda-libraries-%s-%s (>= %s)" % (dev, xy, release["toolkit"])) + configs),
     ]
 
 
@@ -89,25 +92,29 @@ def compat(release):
                Text(base + "/libnvidia-ptxjitcompiler.so.%s" % driver, gen.placeholder("PTX JIT compiler " + driver))))
 
 
-def cudnn(version, cuda_major, all_majors):
+def cudnn(version, cuda_major, all_majors, dev="dev", libdir=LIBDIR, includedir=INCLUDEDIR,
+          alternatives="update-alternatives"):
     """cuDNN 9 runtime, dev and meta for one CUDA major.  The flavours for
-    different CUDA majors install the same paths and conflict."""
+    different CUDA majors install the same paths and conflict.  The EL
+    packages (catalog_el) are libcudnn9-devel-cuda-X with the libraries in
+    /usr/lib64, the headers in /usr/include and chkconfig's alternatives."""
     v = version + REVISION
     others = [m for m in all_majors if m != cuda_major]
     short = ".".join(version.split(".")[:3])
     lib_name = "libcudnn9-cuda-%s" % cuda_major
-    dev_name = "libcudnn9-dev-cuda-%s" % cuda_major
+    dev_name = "libcudnn9-%s-cuda-%s" % (dev, cuda_major)
     return [
         Package(lib_name, v, "cuDNN runtime libraries for CUDA %s" % cuda_major, section="multiverse/libs",
                 conflicts=tuple("libcudnn9-cuda-%s" % m for m in others),
-                files=(Text(LIBDIR + "/libcudnn.so.%s" % short, gen.placeholder("cuDNN " + version)),
-                       Symlink(LIBDIR + "/libcudnn.so.9", "libcudnn.so.%s" % short))),
+                files=(Text(libdir + "/libcudnn.so.%s" % short, gen.placeholder("cuDNN " + version)),
+                       Symlink(libdir + "/libcudnn.so.9", "libcudnn.so.%s" % short))),
         Package(dev_name, v, "cuDNN development headers and symlinks for CUDA %s" % cuda_major,
                 section="multiverse/libdevel", depends=("%s (= %s)" % (lib_name, v),),
-                conflicts=tuple("libcudnn9-dev-cuda-%s" % m for m in others),
-                files=(Text(INCLUDEDIR + "/cudnn_version_v9.h", gen.cudnn_version_h(version)),
-                       Text(INCLUDEDIR + "/cudnn_v9.h", gen.cudnn_h())),
-                postinst=scripts.cudnn_dev_postinst(INCLUDEDIR), prerm=scripts.cudnn_dev_prerm(INCLUDEDIR)),
+                conflicts=tuple("libcudnn9-%s-cuda-%s" % (dev, m) for m in others),
+                files=(Text(includedir + "/cudnn_version_v9.h", gen.cudnn_version_h(version)),
+                       Text(includedir + "/cudnn_v9.h", gen.cudnn_h())),
+                postinst=scripts.cudnn_dev_postinst(includedir, alternatives),
+                prerm=scripts.cudnn_dev_prerm(includedir, alternatives)),
         Package("cudnn9-cuda-%s" % cuda_major, v, "NVIDIA cuDNN for CUDA %s" % cuda_major,
                 depends=("%s (= %s)" % (lib_name, v), "%s (= %s)" % (dev_name, v))),
     ]

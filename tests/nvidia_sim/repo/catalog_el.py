@@ -139,10 +139,13 @@ def _rpm_relation(deb_relation):
 
 def from_deb(package, repos):
     """The rpm twin of a simulated .deb whose upstream packages the same
-    files for both (the container toolkit): same files and scripts, Depends
-    as Requires; Breaks/Replaces name versions no repository carries."""
-    upstream, _sep, release = package.version.split(":")[-1].rpartition("-")
-    return RpmPackage(package.name, upstream, release or "1", package.description,
+    files for both (the container toolkit, CUDA, DCGM): same files and
+    scripts, same epoch, Depends as Requires; Breaks/Replaces name versions no
+    repository carries. A Debian version without a revision ("1:3.3.9", DCGM
+    3) becomes release 1."""
+    epoch, _sep, full = package.version.rpartition(":")
+    upstream, _sep, release = full.rpartition("-") if "-" in full else (full, "", "1")
+    return RpmPackage(package.name, upstream, release, package.description, epoch=int(epoch) if epoch else None,
                       arch="noarch" if package.architecture == "all" else "x86_64",
                       requires=tuple(_rpm_relation(d) for d in package.depends),
                       provides=tuple(_rpm_relation(p) for p in package.provides),

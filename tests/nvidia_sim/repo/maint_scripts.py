@@ -138,28 +138,29 @@ exit 0
 """ % {"version": driver_version}
 
 
-def cudnn_dev_postinst(header_dir):
-    """cuDNN dev packages register cudnn.h and cudnn_version.h as alternatives."""
+def cudnn_dev_postinst(header_dir, command="update-alternatives"):
+    """cuDNN dev packages register cudnn.h and cudnn_version.h as alternatives
+    (command: update-alternatives, or chkconfig's alternatives on EL)."""
     return HEADER + r"""
 case "$1" in
 configure)
-    update-alternatives --install /usr/include/cudnn.h libcudnn %(dir)s/cudnn_v9.h 90 \
+    %(command)s --install /usr/include/cudnn.h libcudnn %(dir)s/cudnn_v9.h 90 \
         --slave /usr/include/cudnn_version.h libcudnn_version_h %(dir)s/cudnn_version_v9.h
     ;;
 esac
 exit 0
-""" % {"dir": header_dir}
+""" % {"dir": header_dir, "command": command}
 
 
-def cudnn_dev_prerm(header_dir):
+def cudnn_dev_prerm(header_dir, command="update-alternatives"):
     return HEADER + r"""
 case "$1" in
 remove|deconfigure)
-    update-alternatives --remove libcudnn %(dir)s/cudnn_v9.h
+    %(command)s --remove libcudnn %(dir)s/cudnn_v9.h
     ;;
 esac
 exit 0
-""" % {"dir": header_dir}
+""" % {"dir": header_dir, "command": command}
 
 
 def container_toolkit_base_postinst(cdi_refresh):

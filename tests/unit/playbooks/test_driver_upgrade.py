@@ -108,6 +108,22 @@ def test_the_package_step_has_a_rescue_that_puts_the_node_back():
     assert pin['vars'] == {'__nvidia_driver_pin_version': '{{ __nvidia_driver_version_before }}'}
 
 
+@pytest.mark.parametrize('change_needed, version, state', [
+    (True, '', 'latest'), (True, '580.95.05', 'present'), (False, '', 'present'), (False, '570.195.03', 'present')])
+def test_dnf_moves_installed_packages_to_the_new_stream_on_a_branch_change(change_needed, version, state):
+    """A branch change on EL enables the new stream while the old branch's
+    packages stay installed under the same names: "present" left them there
+    (the fleet's Rocky-shaped HGX rebooted into 570 after an upgrade to 580)."""
+    import jinja2
+    tasks = _load(os.path.join(ROOT, 'roles', 'nvidia_driver', 'tasks', 'install_dnf.yml'))
+    block = [t for t in tasks if t.get('name') == 'Install the driver packages' and 'block' in t][0]
+    install = [t for t in block['block'] if t.get('name') == 'Install the driver packages'][0]
+    values = dict(__nvidia_driver_change_needed=change_needed, __nvidia_driver_version=version)
+    assert jinja2.Template(install['ansible.builtin.dnf']['state']).render(**values) == state
+    # Fabric Manager and NSCQ of the old branch require its driver: erased on a change only.
+    assert jinja2.Template(install['ansible.builtin.dnf']['allowerasing']).render(**values) == str(change_needed)
+
+
 def test_site_skips_what_needs_the_loaded_driver_while_a_reboot_is_pending():
     tasks = dict((t['name'], t) for t in _load(SITE)[2]['tasks'])
     guard = 'not (nvidia_driver_reboot_required | default(false) | bool)'

@@ -128,3 +128,52 @@ def test_kernel_devel_is_found_by_the_name_dnf_is_asked_for():
         package = catalog_el.kernel_devel(kernel, "el9")
         assert "%s-%s-%s" % (package.name, package.version, package.release) == "kernel-devel-" + kernel
         assert any(f.dest == "/usr/src/kernels/%s/Makefile" % kernel for f in package.files)
+
+
+def _by_name(built):
+    """{name: [(epoch:version-release, path)]} of the rhel9 repository."""
+    found = {}
+    for path in _rpms(built, "cuda:rhel9"):
+        name, evr = _rpm("-qp", "--qf", "%{NAME} %|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}", path).split()
+        found.setdefault(name, []).append((evr, path))
+    return found
+
+
+def test_toolkits_cudnn_and_dcgm_carry_nvidias_el_names(built):
+    """NVIDIA's EL repository names the development packages -devel-
+    (cuda-cudart-devel-12-8, libcudnn9-devel-cuda-12) where the apt ones say
+    -dev-; DCGM keeps its Epoch 1, DCGM 3 (no Debian revision) gets release 1."""
+    names = _by_name(built)
+    for release in catalog.CUDA_RELEASES:
+        xy = release["release"].replace(".", "-")
+        assert [evr for evr, _path in names["cuda-toolkit-%s" % xy]] == [release["toolkit"] + "-1"]
+        for name in ("cuda-cudart-devel-%s" % xy, "cuda-libraries-devel-%s" % xy):
+            assert name in names, name
+        assert "cuda-cudart-dev-%s" % xy not in names
+    assert sorted(evr for evr, _path in names["libcudnn9-devel-cuda-12"]) == ["9.10.2.21-1", "9.13.0.50-1"]
+    assert not [n for n in names if n.startswith("libcudnn9-dev-")]
+    assert sorted(evr for evr, _path in names["datacenter-gpu-manager-4-core"]) == [
+        "1:%s-1" % v for v in catalog.DCGM4_VERSIONS]
+    assert [evr for evr, _path in names["datacenter-gpu-manager"]] == ["1:%s-1" % catalog.DCGM3_VERSION]
+
+
+def test_cudnn_headers_sit_where_el_keeps_them_behind_alternatives(built):
+    names = _by_name(built)
+    _evr, devel = [e for e in names["libcudnn9-devel-cuda-12"] if e[0].startswith("9.10.")][0]
+    _evr, runtime = [e for e in names["libcudnn9-cuda-12"] if e[0].startswith("9.10.")][0]
+    assert set(_rpm("-qpl", devel).split()) == {"/usr/include/cudnn_v9.h", "/usr/include/cudnn_version_v9.h"}
+    assert "/usr/lib64/libcudnn.so.9" in _rpm("-qpl", runtime).split()
+    scripts = _rpm("-qp", "--scripts", devel)
+    # chkconfig's alternatives (the shaped host's /usr/sbin/alternatives), not Debian's update-alternatives.
+    assert re.search(r"(?m)^\s*alternatives --install /usr/include/cudnn\.h libcudnn /usr/include/cudnn_v9\.h", scripts)
+    assert "update-alternatives" not in scripts
+
+
+def test_no_toolkit_requires_a_driver_package(built):
+    """The toolkit metas depend on no driver package, as NVIDIA's (a toolkit
+    install must not bring a driver of another branch)."""
+    names = _by_name(built)
+    toolkit_rpms = [path for name, entries in names.items() if name.startswith(("cuda-", "libcudnn", "cudnn"))
+                    for _evr, path in entries if not name.startswith("cuda-drivers")]
+    required = set(_rpm("-qp", "--qf", "[%{REQUIRENAME}\\n]", *toolkit_rpms).split())
+    assert not [r for r in required if r.startswith(("nvidia-", "kmod-", "libnvidia", "cuda-drivers"))], required

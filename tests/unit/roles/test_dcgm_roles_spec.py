@@ -1153,3 +1153,31 @@ def test_a_pinned_dcgm_version_must_be_offered(version, unavailable):
                            __dcgm_offered={'stdout_lines': MADISON})
     variables.update(_trust(task['vars']))
     assert _render(_trust('{{ __dcgm_unavailable }}'), variables) == unavailable
+
+
+# dnf repoquery with the role's --qf (vars/RedHat.yml): "name|epoch:version-release".
+REPOQUERY = [
+    'datacenter-gpu-manager-4-core|1:4.4.1-1',
+    'datacenter-gpu-manager-4-core|1:4.2.3-1',
+    'datacenter-gpu-manager-4-proprietary|1:4.4.1-1',
+    'datacenter-gpu-manager-4-cuda13|1:4.4.1-1',
+    'datacenter-gpu-manager-4-cuda12|1:4.4.1-1',
+]
+
+
+@pytest.mark.parametrize('installed_core, unavailable', [
+    # An installed DCGM keeps its version, as rpm reports it (epoch included): the
+    # new CUDA plugin must be offered at it. Before the epoch was read from dnf,
+    # "1:4.4.1-1" matched no offered "4.4.1-1" (the fleet's Rocky-shaped HGX, 570 -> 580).
+    ('1:4.4.1-1', []),
+    ('1:4.2.3-1', ['datacenter-gpu-manager-4-proprietary', 'datacenter-gpu-manager-4-cuda13']),
+])
+def test_the_installed_dcgm_version_is_found_among_dnfs_offers(installed_core, unavailable):
+    task = _task('dcgm', 'version_offered.yml', 'Check every DCGM package is offered at the version')
+    variables = _variables('dcgm', __dcgm_driver_cuda_major='13', __dcgm_offered={'stdout_lines': REPOQUERY},
+                           __dcgm_installed={'datacenter-gpu-manager-4-core': {'version': installed_core}},
+                           __dcgm_installed_version=installed_core)
+    variables.update(_trust(task['vars']))
+    assert _render(_trust('{{ __dcgm_unavailable }}'), variables) == unavailable
+    assert _load(_path('dcgm', 'vars', 'RedHat.yml'))['__dcgm_offered_command'][-1] == (
+        '%{name}|%{epoch}:%{version}-%{release}')
