@@ -311,9 +311,12 @@ def measure_rerun(tree, workdir, inventory, runs, label, extra=(), **settings):
         summaries.append(counts(count_file))
         changed.extend(recap_changed(proc.stdout))
     hosts = summaries[-1]['hosts']
+    main_cpu = [s['main_process_cpu_s'] for s in summaries if s.get('main_process_cpu_s') is not None]
     return {'runs_s': times, 'median_s': median(times), 'changed': sorted(set(changed)),
             'controller_cpu_s': cpu, 'controller_cpu_median_s': median(cpu),
             'controller_cpu_s_per_host': round(median(cpu) / max(len(hosts), 1), 2),
+            'main_process_cpu_s': main_cpu, 'main_process_cpu_median_s': median(main_cpu),
+            'main_process_cpu_s_per_host': round(median(main_cpu) / max(len(hosts), 1), 3) if main_cpu else None,
             'counts': hosts}
 
 
@@ -386,6 +389,10 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_size
     for index, name in enumerate(nodes):
         enable_ssh(name, index, public_key)
     known = os.path.join(workdir, 'known_hosts')
+    # Each node takes its own ports once (the seed converged with the first
+    # node's): one settling run over every node, not one per fleet size.
+    log('fleet: settle all %d nodes once' % len(nodes))
+    tree.site(tree.inventory(workdir, nodes))
     for size in sorted(set(sizes) | set(docker_only_sizes)):
         for transport in transports if size in sizes else ('docker',):
             inventory = tree.inventory(workdir, nodes[:size], ssh_key=key if transport == 'ssh' else None)
@@ -393,20 +400,23 @@ def section_fleet(tree, workdir, runs, result, sizes=(1, 4, 8), docker_only_size
                 'host_key_checking': 'False',
                 'ssh_args': '-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=%s' % known}
             log('fleet: %d node(s) over %s' % (size, transport))
-            tree.site(inventory, **settings)  # each node takes its own ports once
+            if transport != 'docker':
+                tree.site(inventory, **settings)  # the first SSH connections and their known hosts
             measured = measure_rerun(tree, workdir, inventory, runs, '%s%d' % (transport, size), **settings)
             measured['per_host_s'] = round(measured['median_s'] / size, 2)
             fleet['%s_%d' % (transport, size)] = measured
+        if mitogen and size == max(sizes):
+            # Right after the default strategy on the same nodes, so the pair is minutes apart.
+            settings, extra = mitogen_settings(mitogen)
+            log('fleet: %d nodes under mitogen_linear' % size)
+            inventory = tree.inventory(workdir, nodes[:size])
+            measured = measure_rerun(tree, workdir, inventory, runs, 'mitogen%d' % size, extra=extra, **settings)
+            measured['per_host_s'] = round(measured['median_s'] / size, 2)
+            measured['vs_default'] = round(measured['median_s'] / fleet['docker_%d' % size]['median_s'], 3)
+            fleet['mitogen_docker_%d' % size] = measured
     inventory = tree.inventory(workdir, nodes[:max(sizes)])
-    if mitogen:
-        settings, extra = mitogen_settings(mitogen)
-        log('fleet: %d nodes under mitogen_linear' % max(sizes))
-        tree.site(inventory, extra=extra, **settings)
-        measured = measure_rerun(tree, workdir, inventory, runs, 'mitogen%d' % max(sizes), extra=extra, **settings)
-        measured['per_host_s'] = round(measured['median_s'] / max(sizes), 2)
-        fleet['mitogen_docker_%d' % max(sizes)] = measured
     for forks in forks_list:
-        log('fleet: %d nodes, forks %d' % (len(nodes), forks))
+        log('fleet: %d nodes, forks %d' % (max(sizes), forks))
         measured = measure_rerun(tree, workdir, inventory, runs, 'forks%d' % forks, forks=forks)
         fleet['docker_%d_forks_%d' % (max(sizes), forks)] = measured
     remove_nodes(nodes)
@@ -560,6 +570,8 @@ def main(argv=None):
                 raise SystemExit('the mitogen section needs --mitogen DIR')
             section_mitogen(tree, args.workdir, args.runs, result, inventory, args.mitogen)
         if 'fleet' in sections:
+            if result.get('mitogen', {}).get('failed'):
+                args.mitogen = ''  # recorded by the one-node section; the fleet runs without it
             section_fleet(tree, args.workdir, args.runs, result,
                           sizes=tuple(int(n) for n in args.fleet_sizes.split(',') if n),
                           docker_only_sizes=tuple(int(n) for n in args.fleet_large.split(',') if n),
@@ -571,6 +583,7 @@ def main(argv=None):
             _s, names = run(['docker', 'ps', '-a', '--format', '{{.Names}}'], check=False)
             remove_nodes([n for n in names.stdout.split() if n.startswith(PREFIX)])
     result.pop('rerun_node_inventory', None)
+    result['projection'] = projection(result)
     result.update(headline(result))
     result['benchmark_seconds'] = round(time.monotonic() - started)
     out_dir = os.path.join(HERE, 'results')
@@ -581,6 +594,45 @@ def main(argv=None):
             json.dump(result, handle, indent=2, sort_keys=True)
     print(table(result))
     return 0
+
+
+# (fleet nodes, controller cores in all, job slices): the cases written down in
+# benchmarks/README.md. Slices are separate ansible-playbook processes (AWX job
+# slicing, or several controllers), which is what divides the serial part.
+PROJECTION_CASES = ((1000, 2, 1), (1000, 16, 1), (1000, 16, 8), (10000, 64, 32))
+
+
+def projection(result, target_s_per_host=3.0):
+    """A no-change rerun of 1,000 and 10,000 nodes, from the largest docker fleet
+    measured in this invocation. With c the controller CPU per host, e the share
+    of the controller's cores the run kept busy and m the main process's own CPU
+    per host (the serial part), N hosts on k cores in s slices take at least
+    max(N * c / (k * e), ceil(N / s) * m) seconds."""
+    fleet = result.get('fleet', {})
+    docker = dict((int(key.split('_')[1]), value) for key, value in fleet.items()
+                  if key.startswith('docker_') and key.count('_') == 1)
+    if not docker:
+        return {}
+    size = max(docker)
+    measured = docker[size]
+    if not measured.get('main_process_cpu_s_per_host'):
+        return {}
+    cores = result['machine']['cores']
+    c = measured['controller_cpu_s_per_host']
+    e = round(measured['controller_cpu_median_s'] / (measured['median_s'] * cores), 3)
+    m = measured['main_process_cpu_s_per_host']
+    out = {'from_fleet_size': size, 'c_controller_cpu_s_per_host': c, 'e_core_use': e,
+           'm_main_process_cpu_s_per_host': m, 'cores_measured': cores, 'cases': []}
+    for nodes, k, slices in PROJECTION_CASES:
+        for label, per_host in (('measured', c), ('target', target_s_per_host)):
+            per_slice = -(-nodes // slices)
+            spread, serial = nodes * per_host / (k * e), per_slice * m
+            out['cases'].append({
+                'nodes': nodes, 'cores': k, 'slices': slices, 'c': per_host, 'basis': label,
+                'wall_s': round(max(spread, serial)), 'bound': 'cores' if spread >= serial else 'main process',
+                'arithmetic': 'max(%d x %s / (%d x %s), %d x %s) = max(%d, %d) s' % (
+                    nodes, per_host, k, e, per_slice, m, round(spread), round(serial))})
+    return out
 
 
 def headline(result):
@@ -597,6 +649,12 @@ def headline(result):
     eight = result.get('fleet', {}).get('docker_8')
     if eight:
         out['controller_cpu_s_per_host'] = eight['controller_cpu_s_per_host']
+    thirty_two = result.get('fleet', {}).get('docker_32')
+    if thirty_two:
+        out['controller_cpu_s_per_host_32'] = thirty_two['controller_cpu_s_per_host']
+    cold = result.get('cold')
+    if cold:
+        out['cold_overhead_s'] = round(cold['converge_median_s'] - cold['floor_median_s'], 1)
     return out
 
 
@@ -611,6 +669,7 @@ def table(result):
     add('floor: one apt-get install of the same %s packages (median s)' % cold.get('packages_added'),
         cold.get('floor_median_s'))
     add('cold converge / floor', cold.get('ratio'))
+    add('cold converge minus floor (`cold_overhead_s`)', result.get('cold_overhead_s'))
     add('no-change rerun (median s)', rerun.get('median_s'))
     add('floor (a): %s trivial module calls (median s)' % rerun.get('floor_a', {}).get('module_calls'),
         rerun.get('floor_a', {}).get('median_s'))
@@ -637,6 +696,17 @@ def table(result):
             measured.get('controller_cpu_s_per_host')), measured.get('median_s'))
     add('controller CPU per host, 8-node docker rerun (`controller_cpu_s_per_host`)',
         result.get('controller_cpu_s_per_host'))
+    add('controller CPU per host, 32-node docker rerun (`controller_cpu_s_per_host_32`)',
+        result.get('controller_cpu_s_per_host_32'))
+    for label, measured in sorted(result.get('fleet', {}).items()):
+        add('fleet: %s, main process CPU per host (median s)' % label.replace('_', ' '),
+            measured.get('main_process_cpu_s_per_host'))
+        add('fleet: %s / default strategy' % label.replace('_', ' '), measured.get('vs_default'))
+    proj = result.get('projection') or {}
+    for case in proj.get('cases', []):
+        add('projection: %d nodes, %d cores, %d slice(s), c = %s s (%s)' % (
+            case['nodes'], case['cores'], case['slices'], case['c'], case['basis']),
+            '%s: %s' % (case['arithmetic'], case['bound']))
     mitogen = result.get('mitogen', {})
     if mitogen.get('failed'):
         add('mitogen: rerun under mitogen_linear', 'failed (rc %s), see the JSON output_tail' % mitogen['rc'])

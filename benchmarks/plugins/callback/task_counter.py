@@ -119,7 +119,12 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_stats(self, stats):
         if not self._path:
             return
-        _append({"kind": "end", "seconds": round(time.monotonic() - self._started, 3)})
+        # The callback runs in the main ansible-playbook process: its own CPU
+        # (not the forked workers', which os.times() counts as children) is
+        # the serial part of a run, the one no number of forks spreads.
+        own = os.times()
+        _append({"kind": "end", "seconds": round(time.monotonic() - self._started, 3),
+                 "main_process_cpu_s": round(own.user + own.system, 3)})
         with open(self._path + ".summary.json", "w", encoding="utf-8") as out:
             json.dump(summarise(self._path), out, indent=2, sort_keys=True)
 
@@ -131,6 +136,7 @@ def summarise(path):
     by_module = {}
     results = []
     seconds = None
+    main_cpu = None
     with open(path, encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines]
     hosts_by_addr = dict((r["addr"], r["host"]) for r in records if r["kind"] == "module")
@@ -148,6 +154,7 @@ def summarise(path):
             results.append(rec)
         else:
             seconds = rec["seconds"]
+            main_cpu = rec.get("main_process_cpu_s")
     hosts = {}
     for rec in results:
         h = hosts.setdefault(rec["host"], Counter())
@@ -159,7 +166,7 @@ def summarise(path):
             h["remote_tasks"] += 1
         else:
             h["controller_tasks"] += 1
-    out = {"seconds": seconds, "hosts": {}}
+    out = {"seconds": seconds, "main_process_cpu_s": main_cpu, "hosts": {}}
     for host, counts in hosts.items():
         entry = dict(counts)
         entry["module_executions"] = sum(n for (h, _t), n in modules.items() if h == host)
