@@ -292,9 +292,15 @@ def state_check_script(name):
         'systemctl is-active --quiet %s' % ' '.join(units.split()), 'echo state ok', ''])
 
 
-def floor_a_playbook(workdir, host_pattern, count):
-    path = os.path.join(workdir, 'floor_a_%d.yml' % count)
-    tasks = [{'name': 'Trivial module call %d' % i, 'ansible.builtin.ping': {}} for i in range(count)]
+def floor_a_playbook(workdir, host_pattern, count, kind='ping'):
+    """A playbook of COUNT trivial tasks: module calls (floor (a)), controller-side
+    set_fact tasks, or tasks skipped by a false condition: what Ansible itself
+    costs for as many tasks of each kind as the rerun has."""
+    path = os.path.join(workdir, 'floor_%s_%d.yml' % (kind, count))
+    task = {'ping': {'ansible.builtin.ping': {}},
+            'set_fact': {'ansible.builtin.set_fact': {'bench_value': '{{ 1 }}'}},
+            'skipped': {'ansible.builtin.debug': {'msg': 'never'}, 'when': 'bench_never | default(false)'}}[kind]
+    tasks = [dict(task, name='Trivial %s task %d' % (kind, i)) for i in range(count)]
     with open(path, 'w') as handle:
         yaml.safe_dump([{'name': 'Floor (a)', 'hosts': host_pattern, 'become': True, 'gather_facts': False,
                          'tasks': tasks}], handle)
@@ -312,11 +318,24 @@ def measure_rerun(tree, workdir, inventory, runs, label, extra=(), **settings):
         changed.extend(recap_changed(proc.stdout))
     hosts = summaries[-1]['hosts']
     main_cpu = [s['main_process_cpu_s'] for s in summaries if s.get('main_process_cpu_s') is not None]
+    # Where the wall time went, by kind of task (the callback's time_by_kind),
+    # and what the process spent outside the callback's view (interpreter
+    # start, parsing the playbook, the inventory and the roles; exit).
+    by_kind = {}
+    for seconds, summary in zip(times, summaries):
+        kinds = dict((summary.get('time_by_kind') or {}).get('seconds') or {})
+        if kinds and summary.get('seconds') is not None:
+            kinds['outside the callback (start, parse, exit)'] = round(seconds - summary['seconds'], 2)
+        for kind, value in kinds.items():
+            by_kind.setdefault(kind, []).append(value)
+    task_starts = (summaries[-1].get('time_by_kind') or {}).get('task_starts')
     return {'runs_s': times, 'median_s': median(times), 'changed': sorted(set(changed)),
             'controller_cpu_s': cpu, 'controller_cpu_median_s': median(cpu),
             'controller_cpu_s_per_host': round(median(cpu) / max(len(hosts), 1), 2),
             'main_process_cpu_s': main_cpu, 'main_process_cpu_median_s': median(main_cpu),
             'main_process_cpu_s_per_host': round(median(main_cpu) / max(len(hosts), 1), 3) if main_cpu else None,
+            'time_by_kind_median_s': dict((kind, median(values)) for kind, values in by_kind.items()),
+            'task_starts_by_kind': task_starts,
             'counts': hosts}
 
 
@@ -329,11 +348,23 @@ def section_rerun(tree, workdir, runs, result, baseline_tree=None):
     rerun = measure_rerun(tree, workdir, inventory, runs, 'current')
     host = rerun['counts'][name]
     floor_a = floor_a_playbook(workdir, name, host['module_executions'])
-    floor_a_times = [tree.playbook(inventory, floor_a)[0] for _run in range(runs)]
+    floor_a_runs = [tree.playbook(inventory, floor_a) for _run in range(runs)]
+    floor_a_times = [seconds for seconds, _proc in floor_a_runs]
+    # The same for the rerun's controller-side and skipped tasks: Ansible's own
+    # cost for as many tasks as the roles have, whatever the roles do in them.
+    per_kind = {}
+    for kind, count in (('set_fact', host.get('controller_tasks', 0)), ('skipped', host.get('skipped', 0))):
+        if count:
+            measured = [tree.playbook(inventory, floor_a_playbook(workdir, name, count, kind)) for _run in range(runs)]
+            per_kind[kind] = {'tasks': count, 'runs_s': [round(sec, 2) for sec, _p in measured],
+                              'median_s': median([sec for sec, _p in measured]),
+                              'controller_cpu_median_s': median([p.cpu_s for _s, p in measured])}
     script = state_check_script(name)
     floor_b_times = [docker_exec(name, script)[0] for _run in range(runs)]
     result['rerun'] = dict(rerun, floor_a={'module_calls': host['module_executions'], 'runs_s': floor_a_times,
-                                           'median_s': median(floor_a_times)},
+                                           'median_s': median(floor_a_times),
+                                           'controller_cpu_median_s': median([p.cpu_s for _s, p in floor_a_runs])},
+                           trivial_tasks=per_kind,
                            floor_b={'runs_s': floor_b_times, 'median_s': median(floor_b_times)})
     result['rerun']['vs_floor_a'] = round(rerun['median_s'] / median(floor_a_times), 2)
     result['rerun']['vs_floor_b'] = round(rerun['median_s'] / median(floor_b_times), 1)
@@ -478,22 +509,37 @@ def section_facts(tree, workdir, runs, result, inventory):
     }
 
 
-def section_settings(tree, workdir, runs, result, inventory):
+SETTINGS_VARIANTS = ('recommended', 'pipelining', 'profile_tasks', 'fact', 'preload')
+
+
+def section_settings(tree, workdir, runs, result, inventory, only=SETTINGS_VARIANTS):
     """The recommended settings, each toggled against the collection's ansible.cfg."""
     cache = os.path.join(workdir, 'facts-cache')
-    variants = {
-        'recommended (pipelining on, no profile_tasks)': {},
-        'pipelining off': {'pipelining': 'False'},
-        'profile_tasks callback on': {'callbacks_enabled': 'task_counter,ansible.builtin.profile_tasks'},
-        'fact cache (jsonfile, gathering=smart)': {'gathering': 'smart', 'cache_plugin': 'jsonfile',
-                                                   'cache_plugin_connection': cache, 'cache_plugin_timeout': '3600'},
-    }
+    variants = (
+        ('recommended', 'recommended (pipelining on, no profile_tasks)', {}),
+        ('pipelining', 'pipelining off', {'pipelining': 'False'}),
+        ('profile_tasks', 'profile_tasks callback on',
+         {'callbacks_enabled': 'task_counter,ansible.builtin.profile_tasks'}),
+        ('fact', 'fact cache (jsonfile, gathering=smart)',
+         {'gathering': 'smart', 'cache_plugin': 'jsonfile', 'cache_plugin_connection': cache,
+          'cache_plugin_timeout': '3600'}),
+        # An experiment, not a setting the collection offers: the Jinja filter
+        # and test plugins loaded in the main process before the workers fork
+        # (plugins/callback/preload_jinja_plugins.py).
+        ('preload', 'preload Jinja plugins before the workers fork',
+         {'callbacks_enabled': 'task_counter,preload_jinja_plugins'}),
+    )
+    unknown = sorted(set(only) - set(key for key, _label, _settings in variants))
+    if unknown:
+        raise SystemExit('--settings-variants: unknown %s (known: %s)' % (', '.join(unknown), ', '.join(SETTINGS_VARIANTS)))
     out = {}
-    for label, settings in variants.items():
+    for key, label, settings in variants:
+        if key not in only:
+            continue
         log('settings: %s' % label)
         if 'gathering' in settings:
             tree.site(inventory, **settings)  # fill the cache
-        out[label] = measure_rerun(tree, workdir, inventory, runs, label.split()[0], **settings)
+        out[label] = measure_rerun(tree, workdir, inventory, runs, key, **settings)
         out[label].pop('counts', None)
     result['settings'] = out
 
@@ -534,6 +580,10 @@ def main(argv=None):
                         help='comma-separated forks settings the largest fleet is also measured with (empty: none)')
     parser.add_argument('--fleet-large', default='32',
                         help='comma-separated fleet sizes measured over docker only, beside 1, 4 and 8 (empty: none)')
+    parser.add_argument('--settings-variants', default=','.join(SETTINGS_VARIANTS),
+                        help='comma-separated variants of the settings section: %s' % ', '.join(SETTINGS_VARIANTS))
+    parser.add_argument('--no-latest', action='store_true',
+                        help='write only results/<date>-<commit>.json, leaving latest.json to a full invocation')
     args = parser.parse_args(argv)
     sections = args.sections.split(',')
     os.makedirs(args.workdir, exist_ok=True)
@@ -564,7 +614,8 @@ def main(argv=None):
         if 'facts' in sections:
             section_facts(tree, args.workdir, args.runs, result, inventory)
         if 'settings' in sections:
-            section_settings(tree, args.workdir, args.runs, result, inventory)
+            section_settings(tree, args.workdir, args.runs, result, inventory,
+                             only=tuple(v for v in args.settings_variants.split(',') if v))
         if 'mitogen' in sections:
             if not args.mitogen:
                 raise SystemExit('the mitogen section needs --mitogen DIR')
@@ -589,7 +640,10 @@ def main(argv=None):
     out_dir = os.path.join(HERE, 'results')
     os.makedirs(out_dir, exist_ok=True)
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M')
-    for path in (os.path.join(out_dir, '%s-%s.json' % (stamp, tree.label)), os.path.join(out_dir, 'latest.json')):
+    paths = [os.path.join(out_dir, '%s-%s.json' % (stamp, tree.label))]
+    if not args.no_latest:
+        paths.append(os.path.join(out_dir, 'latest.json'))
+    for path in paths:
         with open(path, 'w') as handle:
             json.dump(result, handle, indent=2, sort_keys=True)
     print(table(result))
@@ -673,9 +727,16 @@ def table(result):
     add('no-change rerun (median s)', rerun.get('median_s'))
     add('floor (a): %s trivial module calls (median s)' % rerun.get('floor_a', {}).get('module_calls'),
         rerun.get('floor_a', {}).get('median_s'))
+    add('floor (a): its controller CPU (median s)', rerun.get('floor_a', {}).get('controller_cpu_median_s'))
     add('rerun / floor (a) (`rerun_vs_floor_a_ratio`)', rerun.get('vs_floor_a'))
+    for kind, measured in sorted((rerun.get('trivial_tasks') or {}).items()):
+        add('%s trivial `%s` tasks, as many as the rerun has of that kind (median s; controller CPU s)' % (
+            measured['tasks'], kind), '%s; %s' % (measured['median_s'], measured['controller_cpu_median_s']))
     add('rerun: controller CPU, user + system (median s)', rerun.get('controller_cpu_median_s'))
     add('rerun: skipped tasks (`skipped`)', result.get('skipped'))
+    for kind, value in sorted((rerun.get('time_by_kind_median_s') or {}).items()):
+        add('rerun time: %s (median s; %s task starts)' % (
+            kind, (rerun.get('task_starts_by_kind') or {}).get(kind, '-')), value)
     add('floor (b): one state-check process (median s)', rerun.get('floor_b', {}).get('median_s'))
     add('rerun / floor (b)', rerun.get('vs_floor_b'))
     add('baseline %s no-change rerun (median s)' % result.get('baseline_commit'), base.get('median_s'))

@@ -99,6 +99,15 @@ class CallbackModule(CallbackBase):
             "status": status,
         })
 
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        # One line per task start: the time from one start to the next is what
+        # that task cost the run (linear strategy), which summarise() sorts by kind.
+        _append({"kind": "start", "task": task._uuid, "name": task.get_name(),
+                 "at": round(time.monotonic() - self._started, 4)})
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self.v2_playbook_on_task_start(task, False)
+
     def v2_runner_on_ok(self, result):
         self._result(result, "changed" if result._result.get("changed") else "ok")
 
@@ -137,6 +146,7 @@ def summarise(path):
     results = []
     seconds = None
     main_cpu = None
+    starts = []
     with open(path, encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines]
     hosts_by_addr = dict((r["addr"], r["host"]) for r in records if r["kind"] == "module")
@@ -152,6 +162,8 @@ def summarise(path):
             commands[key] += 1
         elif rec["kind"] == "result":
             results.append(rec)
+        elif rec["kind"] == "start":
+            starts.append(rec)
         else:
             seconds = rec["seconds"]
             main_cpu = rec.get("main_process_cpu_s")
@@ -166,7 +178,8 @@ def summarise(path):
             h["remote_tasks"] += 1
         else:
             h["controller_tasks"] += 1
-    out = {"seconds": seconds, "main_process_cpu_s": main_cpu, "hosts": {}}
+    out = {"seconds": seconds, "main_process_cpu_s": main_cpu, "hosts": {},
+           "time_by_kind": time_by_kind(starts, results, modules, commands, seconds)}
     for host, counts in hosts.items():
         entry = dict(counts)
         entry["module_executions"] = sum(n for (h, _t), n in modules.items() if h == host)
@@ -176,3 +189,40 @@ def summarise(path):
         entry["modules"] = dict(by_module.get(host, {}))
         out["hosts"][host] = entry
     return out
+
+
+def time_by_kind(starts, results, modules, commands, seconds):
+    """Wall seconds of the run by what its tasks did, every host together.
+
+    A task's time runs from its start to the next task's start (the linear
+    strategy starts a task when the previous one ended on every host), so the
+    kinds add up to the time from the callback's start to the end: "before the
+    first task" is the play's start (the playbook, inventory and roles were
+    parsed before callbacks load: run.py counts that as the rest of the
+    process's wall time); "remote" tasks ran a module or a
+    command on some host; "controller" tasks returned a result without one
+    (set_fact, assert, include, meta, the plan); "skipped" tasks were skipped on
+    every host; "no result" tasks started but reported nothing (a loop over
+    nothing, an include the strategy dropped).
+    """
+    if not starts or seconds is None:
+        return {}
+    status = {}
+    for rec in results:
+        status.setdefault(rec["task"], set()).add(rec["status"])
+    remote = set(task for (_h, task) in list(modules) + list(commands))
+    out = {"before the first task": starts[0]["at"], "remote": 0.0, "controller": 0.0, "skipped": 0.0, "no result": 0.0}
+    tasks = {"remote": 0, "controller": 0, "skipped": 0, "no result": 0}
+    ends = [rec["at"] for rec in starts[1:]] + [seconds]
+    for rec, end in zip(starts, ends):
+        if rec["task"] in remote:
+            kind = "remote"
+        elif rec["task"] not in status:
+            kind = "no result"
+        elif status[rec["task"]] == {"skipped"}:
+            kind = "skipped"
+        else:
+            kind = "controller"
+        out[kind] += max(end - rec["at"], 0.0)
+        tasks[kind] += 1
+    return {"seconds": dict((k, round(v, 2)) for k, v in out.items()), "task_starts": tasks}
