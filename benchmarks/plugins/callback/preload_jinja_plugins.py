@@ -15,7 +15,7 @@ description: [Benchmark tooling of gpufleet.nvidia, not part of the collection.]
 """
 
 from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import filter_loader, test_loader, lookup_loader
+from ansible.plugins.loader import filter_loader, test_loader
 
 
 class CallbackModule(CallbackBase):
