@@ -292,7 +292,7 @@ def state_check_script(name):
         'systemctl is-active --quiet %s' % ' '.join(units.split()), 'echo state ok', ''])
 
 
-def floor_a_playbook(workdir, host_pattern, count, kind='ping'):
+def trivial_playbook(workdir, host_pattern, count, kind='ping'):
     """A playbook of COUNT trivial tasks: module calls (floor (a)), controller-side
     set_fact tasks, or tasks skipped by a false condition: what Ansible itself
     costs for as many tasks of each kind as the rerun has."""
@@ -347,26 +347,25 @@ def section_rerun(tree, workdir, runs, result, baseline_tree=None):
     log('no-change rerun x%d' % runs)
     rerun = measure_rerun(tree, workdir, inventory, runs, 'current')
     host = rerun['counts'][name]
-    floor_a = floor_a_playbook(workdir, name, host['module_executions'])
-    floor_a_runs = [tree.playbook(inventory, floor_a) for _run in range(runs)]
-    floor_a_times = [seconds for seconds, _proc in floor_a_runs]
-    # The same for the rerun's controller-side and skipped tasks: Ansible's own
-    # cost for as many tasks as the roles have, whatever the roles do in them.
-    per_kind = {}
-    for kind, count in (('set_fact', host.get('controller_tasks', 0)), ('skipped', host.get('skipped', 0))):
+    # Ansible alone, for as many trivial tasks of each kind as the rerun has:
+    # module calls (floor (a)), controller-side tasks, skipped tasks.
+    trivial = {}
+    for kind, count in (('ping', host['module_executions']), ('set_fact', host.get('controller_tasks', 0)),
+                        ('skipped', host.get('skipped', 0))):
         if count:
-            measured = [tree.playbook(inventory, floor_a_playbook(workdir, name, count, kind)) for _run in range(runs)]
-            per_kind[kind] = {'tasks': count, 'runs_s': [round(sec, 2) for sec, _p in measured],
-                              'median_s': median([sec for sec, _p in measured]),
-                              'controller_cpu_median_s': median([p.cpu_s for _s, p in measured])}
+            measured = [tree.playbook(inventory, trivial_playbook(workdir, name, count, kind)) for _run in range(runs)]
+            trivial[kind] = {'tasks': count, 'runs_s': [seconds for seconds, _proc in measured],
+                             'median_s': median([seconds for seconds, _proc in measured]),
+                             'controller_cpu_median_s': median([proc.cpu_s for _s, proc in measured])}
+    ping = trivial.pop('ping')
     script = state_check_script(name)
     floor_b_times = [docker_exec(name, script)[0] for _run in range(runs)]
-    result['rerun'] = dict(rerun, floor_a={'module_calls': host['module_executions'], 'runs_s': floor_a_times,
-                                           'median_s': median(floor_a_times),
-                                           'controller_cpu_median_s': median([p.cpu_s for _s, p in floor_a_runs])},
-                           trivial_tasks=per_kind,
+    result['rerun'] = dict(rerun, floor_a={'module_calls': ping['tasks'], 'runs_s': ping['runs_s'],
+                                           'median_s': ping['median_s'],
+                                           'controller_cpu_median_s': ping['controller_cpu_median_s']},
+                           trivial_tasks=trivial,
                            floor_b={'runs_s': floor_b_times, 'median_s': median(floor_b_times)})
-    result['rerun']['vs_floor_a'] = round(rerun['median_s'] / median(floor_a_times), 2)
+    result['rerun']['vs_floor_a'] = round(rerun['median_s'] / ping['median_s'], 2)
     result['rerun']['vs_floor_b'] = round(rerun['median_s'] / median(floor_b_times), 1)
     result['rerun_node_inventory'] = inventory
     return inventory
@@ -752,17 +751,15 @@ def table(result):
     for label, measured in sorted(result.get('settings', {}).items()):
         add('settings: %s (median s)' % label, measured.get('median_s'))
     for label, measured in sorted(result.get('fleet', {}).items()):
-        add('fleet: %s (median s%s; controller CPU per host %s s)' % (
+        add('fleet: %s (median s%s; controller CPU per host %s s; of it the main process %s s)' % (
             label.replace('_', ' '), ', per host %s s' % measured['per_host_s'] if 'per_host_s' in measured else '',
-            measured.get('controller_cpu_s_per_host')), measured.get('median_s'))
+            measured.get('controller_cpu_s_per_host'), measured.get('main_process_cpu_s_per_host')),
+            measured.get('median_s'))
+        add('fleet: %s / default strategy' % label.replace('_', ' '), measured.get('vs_default'))
     add('controller CPU per host, 8-node docker rerun (`controller_cpu_s_per_host`)',
         result.get('controller_cpu_s_per_host'))
     add('controller CPU per host, 32-node docker rerun (`controller_cpu_s_per_host_32`)',
         result.get('controller_cpu_s_per_host_32'))
-    for label, measured in sorted(result.get('fleet', {}).items()):
-        add('fleet: %s, main process CPU per host (median s)' % label.replace('_', ' '),
-            measured.get('main_process_cpu_s_per_host'))
-        add('fleet: %s / default strategy' % label.replace('_', ' '), measured.get('vs_default'))
     proj = result.get('projection') or {}
     for case in proj.get('cases', []):
         add('projection: %d nodes, %d cores, %d slice(s), c = %s s (%s)' % (
