@@ -372,7 +372,7 @@ Summary: The Debian userland of a Rocky-shaped test host (gpufleet.nvidia)
 License: various (Debian packages)
 BuildArch: noarch
 Provides: /bin/sh, /bin/bash, /usr/bin/sh, /usr/bin/bash, bash, coreutils, glibc, shadow-utils, systemd
-Provides: python3, ca-certificates, gnupg2, kmod, procps-ng, util-linux, sudo, iproute, gcc, make
+Provides: python3, kmod, procps-ng, util-linux, sudo, iproute, gcc, make
 Provides: rpm, dnf, python3-dnf, dnf-plugins-core, dracut
 %description
 Records in the RPM database what the Debian userland of this shaped test
@@ -381,7 +381,29 @@ host provides. It ships no file.
 SPEC
           rpmbuild -bb --quiet --define "_topdir /tmp/userland" --define "_rpmdir /tmp/userland" \
             /tmp/userland/u.spec >/dev/null
-          rpm -i --nosignature /tmp/userland/noarch/gpufleet-shaped-userland-12-1.noarch.rpm
+          # Rocky has gnupg2 and ca-certificates as packages of those names,
+          # which rpm -qa finds by name (gpufleet.nvidia.host_state_info reads
+          # packages that way): record the gnupg and ca-certificates of Debian as
+          # such packages, at the Debian upstream versions, shipping no file.
+          for pair in gnupg2:gnupg ca-certificates:ca-certificates; do
+            rpm_name=${pair%%:*}
+            deb_version=$(dpkg-query -W -f "\${Version}" "${pair#*:}" | sed "s/^[0-9]*://; s/-[^-]*$//")
+            cat >"/tmp/userland/$rpm_name.spec" <<SPEC
+Name: $rpm_name
+Version: $deb_version
+Release: 0.gpufleet
+Summary: ${pair#*:} of Debian on a Rocky-shaped test host (gpufleet.nvidia)
+License: various (Debian packages)
+BuildArch: noarch
+%description
+Records the Debian package ${pair#*:} of this shaped test host under the
+package name of Rocky. It ships no file.
+%files
+SPEC
+            rpmbuild -bb --quiet --define "_topdir /tmp/userland" --define "_rpmdir /tmp/userland" \
+              "/tmp/userland/$rpm_name.spec" >/dev/null
+          done
+          rpm -i --nosignature /tmp/userland/noarch/*.rpm
           rm -rf /tmp/userland
           # Debian patches dracut to name the image initrd.img-<kernel>; Rocky
           # (and upstream dracut) name it initramfs-<kernel>.img.

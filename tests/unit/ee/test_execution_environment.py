@@ -9,10 +9,11 @@ tarball must be there, and the Python packages ansible-builder introspects from
 the installed collection must include what the collection declares
 (``requirements.txt``, named by ``meta/execution-environment.yml``).
 
-Not tested here: the image build itself (``ansible-builder build``). It needs
-podman or docker and a container registry serving the base image, and no
-registry is reachable from this project's CI. Instead, the two steps of that
-build that need no container run here on the generated context: the galaxy
+The image build itself (``ansible-builder build``) and jobs run inside the
+image through ansible-runner are in the fleet scenario
+(molecule/fleet/tests/test_3_execution_environment.py, on a base made
+locally: no registry serves UBI 9 to our machines). Here, the two steps of
+that build that need no container run on the generated context: the galaxy
 stage's ``ansible-galaxy collection install -r requirements.yml`` (in a copy of
 ``_build/``), and the builder stage's introspection of what it installed, with
 the very command line the Containerfile gives.
@@ -111,7 +112,7 @@ def tarball_context(tarball, tmp_path_factory):
     pins = _dev_pins()
     definition = {
         'version': 3,
-        'images': {'base_image': {'name': 'registry.access.redhat.com/ubi9/ubi:latest'}},
+        'images': {'base_image': {'name': 'registry.access.redhat.com/ubi9/ubi:9.6'}},
         'dependencies': {
             'python_interpreter': {'package_system': 'python3.11', 'python_path': '/usr/bin/python3.11'},
             'ansible_core': {'package_pip': 'ansible-core==' + pins['ansible-core']},
@@ -261,3 +262,11 @@ def test_controller_side_imports_are_declared():
     assert not undeclared, 'declare these in requirements.txt (ansible-builder reads it): %s' % undeclared
     # from_toml falls back to tomli before Python 3.11: the one third-party import today.
     assert _third_party_imports(os.path.join(ROOT, 'plugins', 'filter', 'from_toml.py')) == {'tomli'}
+
+
+def test_production_base_image_is_pinned():
+    """A tag naming a release or a digest, never a moving tag: a rebuild gets the same base."""
+    with open(os.path.join(ROOT, 'execution-environment.yml')) as handle:
+        name = yaml.safe_load(handle)['images']['base_image']['name']
+    match = re.match(r'^[^@]+?(?::(?P<tag>[^:/@]+))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$', name)
+    assert match and (match.group('digest') or re.match(r'^\d+(\.\d+)+(-\d+)?$', match.group('tag') or '')), name

@@ -118,3 +118,64 @@ def test_500_node_report_is_one_file_that_renders(tmp_path):
     assert requests == []
     check_dom(dom, document)
     assert document['totals']['hosts'] == 500
+
+
+# Run after the page's own script (the page allows inline scripts, nothing
+# else): clicks a header, types into the host filter, picks a status, clicks a
+# host name, and records after each step which hosts the Hosts table shows, in
+# which order, and the GPUs column's numbers, into one element --dump-dom prints.
+_INTERACT = """<pre id="gpufleet-test-log"></pre><script>
+(function(){
+  var log=[],hosts=document.getElementById('hosts'),text=document.getElementById('filter'),
+      status=document.getElementById('status');
+  function visible(table){return Array.prototype.filter.call(table.tBodies[0].rows,function(r){
+    return !r.classList.contains('hidden');});}
+  function snap(step){var rows=visible(hosts);log.push({step:step,
+    hosts:rows.map(function(r){return r.getAttribute('data-host');}),
+    gpus:rows.map(function(r){return r.cells[2].textContent;}),
+    gpu_rows:visible(document.getElementById('gpus')).map(function(r){return r.getAttribute('data-host');}),
+    sorted:Array.prototype.map.call(hosts.tHead.rows[0].cells,function(th){return th.className;})});}
+  var th=hosts.tHead.rows[0].cells;
+  snap('loaded');
+  th[0].click();snap('host asc');
+  th[0].click();snap('host desc');
+  th[2].click();snap('gpus asc');
+  text.value='%(needle)s';text.dispatchEvent(new Event('input'));snap('filter');
+  text.value='';text.dispatchEvent(new Event('input'));
+  status.value='unhealthy';status.dispatchEvent(new Event('change'));snap('unhealthy');
+  status.value='';status.dispatchEvent(new Event('change'));
+  var link=hosts.tBodies[0].rows[0].querySelector('a.hl');link.click();snap('host link');
+  link.click();snap('host link again');
+  document.getElementById('gpufleet-test-log').textContent=JSON.stringify(log);
+})();
+</script></body>"""
+
+
+def test_sorting_and_filtering_change_the_dom_in_chromium(tmp_path):
+    results = demo_results(str(tmp_path / 'sim'))
+    document = build_report(results, '2026-01-10 09:30:00 UTC')
+    names = sorted(h['host'] for h in document['hosts'])
+    gpus = dict((h['host'], len(h['gpus'])) for h in document['hosts'])
+    unhealthy = sorted(h['host'] for h in document['hosts'] if h['status'] == 'unhealthy')
+    # A host name part that only one host has.
+    needle = 'l40s'
+    assert [n for n in names if needle in n] == ['gpufleet-demo-l40s01'], names
+    page = tmp_path / 'interactive.html'
+    page.write_text(render_html(document).replace('</body>', _INTERACT % {'needle': needle}, 1))
+    dom, requests = chromium(tmp_path, str(page), '--dump-dom')
+    assert requests == []
+    log = dict((s['step'], s) for s in json.loads(re.search(r'<pre id="gpufleet-test-log">(.*?)</pre>', dom).group(1)))
+    # As rendered: worst status first.
+    assert log['loaded']['hosts'][0] in unhealthy and sorted(log['loaded']['hosts']) == names, log['loaded']
+    assert log['host asc']['hosts'] == names and log['host asc']['sorted'][0] == 'asc'
+    assert log['host desc']['hosts'] == names[::-1] and log['host desc']['sorted'][0] == 'desc'
+    # Numbers sort as numbers (8 after 2), not as text.
+    assert [int(n) for n in log['gpus asc']['gpus']] == sorted(gpus.values()), log['gpus asc']
+    assert log['gpus asc']['sorted'][:3] == ['', '', 'asc'], log['gpus asc']
+    assert log['filter']['hosts'] == ['gpufleet-demo-l40s01']
+    assert set(log['filter']['gpu_rows']) == {'gpufleet-demo-l40s01'}
+    assert len(log['filter']['gpu_rows']) == gpus['gpufleet-demo-l40s01']
+    assert sorted(log['unhealthy']['hosts']) == unhealthy and len(unhealthy) < len(names)
+    first = log['gpus asc']['hosts'][0]
+    assert log['host link']['hosts'] == [first] and set(log['host link']['gpu_rows']) == {first}
+    assert sorted(log['host link again']['hosts']) == names
