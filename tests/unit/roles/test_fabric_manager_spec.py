@@ -21,6 +21,7 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.nvidia.plugins.filter.nvidia_smi_failure import FilterModule
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.cuda_matrix import driver_branch
 from ansible_collections.gpufleet.nvidia.tests.unit.roles.role_helpers import REPO_ROOT, load, plain, render, role_variables, trust
 
 ROLE = 'fabric_manager'
@@ -33,8 +34,28 @@ def _load(*parts):
 
 def _render(name, os_file, **inputs):
     variables = role_variables(ROLE, 'main.yml', os_file)
+    if 'fabric_manager_driver_version' in inputs:
+        # What the preflight records beside the driver version, with the collection's one
+        # reading of a branch (the driver_branch filter is this function).
+        inputs.setdefault('__fabric_manager_branch', driver_branch(inputs['fabric_manager_driver_version']))
     variables.update(trust(inputs))
     return plain(render(variables[name], variables))
+
+
+def test_the_preflight_records_the_branch_with_the_driver_branch_filter():
+    tasks = _load('tasks', 'preflight.yml')
+    recorded = [task for task in _walk(tasks) if '__fabric_manager_branch' in (task.get('ansible.builtin.set_fact') or {})]
+    expressions = [task['ansible.builtin.set_fact']['__fabric_manager_branch'] for task in recorded]
+    assert '' in expressions  # initialised before the role can stop early
+    assert any('gpufleet.nvidia.driver_branch' in str(e) for e in expressions)
+    assert '__fabric_manager_branch' not in _load('vars', 'main.yml')
+
+
+def _walk(tasks):
+    for task in tasks or []:
+        yield task
+        for key in ('block', 'rescue', 'always'):
+            yield from _walk(task.get(key))
 
 
 def _simulated_catalog():
@@ -177,7 +198,9 @@ def test_driver_and_fabric_manager_versions_come_from_the_installed_packages():
 
 def _derived(name, installed, contents='', **inputs):
     variables = role_variables(ROLE, 'main.yml', 'RedHat.yml' if contents else 'Debian.yml')
-    variables.update(trust(dict({'fabric_manager_driver_version': '570.195.03'}, **inputs)))
+    inputs = dict({'fabric_manager_driver_version': '570.195.03'}, **inputs)
+    inputs.setdefault('__fabric_manager_branch', driver_branch(inputs['fabric_manager_driver_version']))
+    variables.update(trust(inputs))
     variables['__fabric_manager_installed'] = installed
     variables['__fabric_manager_state'] = {'contents': {'/etc/dnf/plugins/versionlock.list': contents}}
     return plain(render(variables[name], variables))
