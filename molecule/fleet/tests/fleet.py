@@ -16,6 +16,9 @@ import shutil
 import subprocess
 import time
 
+import gpufleet_packages  # pylint: disable=import-error
+import testinfra
+
 SCENARIO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT_DIR = os.path.dirname(os.path.dirname(SCENARIO_DIR))
 RUNNER = os.path.join(PROJECT_DIR, ".venv", "bin", "ansible-runner")
@@ -64,17 +67,10 @@ def driver(container):
 
 def package_version(container, name):
     """The installed version of a package without its epoch ("" when not
-    installed): rpm's version-release on the Rocky-shaped node, dpkg's
-    upstream-revision on the others."""
-    proc = sh(container, "if [ -f /etc/redhat-release ]; then rpm -q --qf '%%{VERSION}-%%{RELEASE}' %s; "
-                         "else dpkg-query -W -f='${db:Status-Abbrev}${Version}' %s; fi" % (name, name), check=False)
-    if proc.returncode != 0:
-        return ""
-    text = proc.stdout.strip()
-    if text[1:3] == "i ":
-        # "ii " installed, "hi " installed and held (the first letter is the wanted state).
-        return text[3:].split(":")[-1]
-    return "" if " " in text else text
+    installed), read as every scenario's tests read it
+    (tests/harness/pytest_plugins/gpufleet_packages.py): rpm's
+    version-release on the Rocky-shaped node, dpkg's upstream-revision on the others."""
+    return gpufleet_packages.version(testinfra.get_host("docker://" + container), name).split(":", 1)[-1]
 
 
 def record(container):

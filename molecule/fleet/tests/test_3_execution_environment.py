@@ -16,8 +16,8 @@ process isolation (``docker run``), as AWX's execution nodes do:
      private data directory, for every node and GPU.
 
 The project holds two one-line playbooks that import the collection's own
-(``gpufleet.nvidia.site``, ``gpufleet.nvidia.health``) and nothing else: no
-roles, no collection, no ansible.cfg of the checkout. The jobs reach the
+(``gpufleet.nvidia.site``, ``gpufleet.nvidia.health``) and an ansible.cfg
+turning pipelining on, as the checkout's does: no roles, no collection. The jobs reach the
 simulated nodes with community.docker's docker_api connection through the
 Docker socket, mounted into the job's container (real fleets: SSH).
 """
@@ -44,9 +44,9 @@ FINGERPRINTS = {"nvidia_driver_repo_key_fingerprint": "fingerprint",
 DOCKER_SOCKET = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").replace("unix://", "", 1)
 
 
-def log(name, text):
+def log(name, text, mode="a"):
     if os.path.isdir(LOGS):
-        with open(os.path.join(LOGS, name), "a") as handle:
+        with open(os.path.join(LOGS, name), mode) as handle:
             handle.write(text)
 
 
@@ -72,6 +72,11 @@ def ee_job(image_tag, name, argv, extravars=None, playbook_import=None, cmdline=
     if playbook_import:
         with open(os.path.join(base, "project", name + ".yml"), "w") as handle:
             handle.write("---\n- name: %s\n  ansible.builtin.import_playbook: %s\n" % (name, playbook_import))
+    # The project's ansible.cfg, as a user's project carries one: pipelining, as
+    # the collection's own ansible.cfg sets it (one exec per module instead of a
+    # file copy and its user lookup through the Docker API).
+    with open(os.path.join(base, "project", "ansible.cfg"), "w") as handle:
+        handle.write("[connection]\npipelining = True\n")
     extravars = dict(extravars or {})
     if playbook_import:
         # The Molecule inventory names the harness's nsenter connection, which
@@ -100,7 +105,7 @@ def ee_job(image_tag, name, argv, extravars=None, playbook_import=None, cmdline=
     job = Job(base, name)
     log("fleet-jobs.log", "%s ee-%s: %s in %d s, changed %s\n" % (
         time.strftime("%H:%M:%S"), name, job.status, time.time() - started, job.stats.get("changed", {})))
-    log("fleet-job-ee-%s.log" % name, job.stdout)
+    log("fleet-job-ee-%s.log" % name, job.stdout, "w")
     with open(os.path.join(job.dir, "command")) as handle:
         job.command = json.load(handle)["command"]
     return job
