@@ -35,12 +35,9 @@ PY
 
 work=$(mktemp -d /var/tmp/gpufleet-sanity.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-dest="$work/ansible_collections/gpufleet/nvidia"
-mkdir -p "$dest"
-# Tracked and new-but-not-ignored files, without the checkout's own collection
-# symlink (it points back at the root).
-(cd "$top" && git ls-files -z --cached --others --exclude-standard | grep -zv '^\.collections/' |
-  xargs -0 -I{} cp --parents -P {} "$dest"/ 2>/dev/null || true)
+# shellcheck source=tests/harness/env.sh
+. "$here/env.sh"
+dest=$(copy_collection "$top" "$work")
 cd "$dest"
 git init -q && git add -A && git -c user.email=ci@invalid -c user.name=ci commit -qm sanity
 "$VENV/bin/ansible-test" sanity --requirements --python 3.11 --color no "$@"

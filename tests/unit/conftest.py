@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import atexit
-import importlib.util
 import os
 import shutil
 import sys
@@ -25,14 +24,6 @@ import tempfile
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_file(path, name):
-    """The module in a file that is no package's (the harness's scripts, a scenario's helpers), freshly loaded."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _collections_root():
@@ -54,6 +45,9 @@ if COLLECTIONS_ROOT not in sys.path:
 # Ansible's collection loader, once installed by something else in the
 # session, only resolves collections on its configured paths.
 os.environ.setdefault('ANSIBLE_COLLECTIONS_PATH', COLLECTIONS_ROOT)
+
+# For the test modules in this directory (from conftest import load_file).
+from ansible_collections.gpufleet.nvidia.tests.unit.loading import load_module as load_file  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, load_file
+from ansible_collections.gpufleet.nvidia.tests.unit.loading import REPO_ROOT, load_module as load_file
 
 JOB = load_file(os.path.join(REPO_ROOT, 'molecule', '_shared', 'prometheus_job.py'), 'prometheus_job')
 RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'prometheus-alerts.test.yml')
