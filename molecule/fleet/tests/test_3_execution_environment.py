@@ -28,6 +28,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import GPU_NODES, PROJECT_DIR, RUNNER, Job  # noqa: E402  pylint: disable=wrong-import-position,import-error
@@ -148,7 +149,7 @@ def roles_from_the_image(job):
 
 def image_version():
     with open(os.path.join(PROJECT_DIR, "galaxy.yml")) as handle:
-        return [line.split(":", 1)[1].strip().strip('"') for line in handle if line.startswith("version:")][0]
+        return str(yaml.safe_load(handle)["version"])
 
 
 def test_2_site_check_mode_runs_the_image_s_collection_and_changes_nothing(image):
