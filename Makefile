@@ -22,6 +22,10 @@ SYSTEM_PACKAGES += chromium
 # denies starts) apt leaves them stopped; where they do start, they hold 9090
 # and 9100 (prometheus-node-exporter, a Recommends), which no test uses.
 SYSTEM_PACKAGES += prometheus
+# QEMU boots the kernel-boundary scenario's node from its own filesystem
+# (molecule/_shared/vm_boot.py; TCG, no KVM needed); mkfs.ext4 -d builds
+# the disk image without a loop device.
+SYSTEM_PACKAGES += qemu-system-x86 e2fsprogs
 # Molecule scenarios run at once (tests/harness/molecule.sh -j); they mostly
 # wait on apt and systemd, so 3 finish sooner than 1 even on CI's two cores.
 MOLECULE_JOBS ?= 3

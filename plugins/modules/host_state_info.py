@@ -86,6 +86,19 @@ options:
       - Read the firmware's Secure Boot variable (what C(mokutil --sb-state) reads).
     type: bool
     default: false
+  kernels:
+    description:
+      - Read the kernels installed in C(/boot), their initramfs images, headers and NVIDIA core modules (from each
+        kernel's C(modules.dep), whatever installed the module), and the kernel the bootloader starts by default.
+    type: bool
+    default: false
+  filesystems:
+    description:
+      - Paths whose file system's free and total space are returned (C(statvfs)); a path that does not exist is
+        read at its nearest existing parent, which is where files written under it would go.
+    type: list
+    elements: path
+    default: []
   max_content_bytes:
     description:
       - The most bytes read of each file in O(contents).
@@ -183,6 +196,32 @@ secure_boot:
   description: V(true) or V(false) from the firmware variable; V(null) when not asked or not an EFI system.
   returned: always
   type: bool
+kernels:
+  description:
+    - With O(kernels), the kernels that have an image in C(/boot), oldest first (numbers compared as numbers), each
+      with C(release), C(image), C(initramfs) (its path or V(null)), C(initramfs_mtime), C(modules) (whether
+      C(/lib/modules/<release>) exists), C(headers) (whether its C(build) tree exists), C(modules_dep) (whether
+      depmod's index could be read) and C(nvidia_modules) (the NVIDIA core modules C(modules.dep) lists, such as
+      C(updates/dkms/nvidia.ko) or Debian's C(updates/dkms/nvidia-current.ko)).
+    - Empty without O(kernels).
+  returned: always
+  type: list
+  elements: dict
+boot_kernel:
+  description:
+    - With O(kernels), the release the bootloader starts by default, the newest in C(/boot) (GRUB's first entry on
+      Debian and Ubuntu, the default BLS entry on EL); V(null) when C(/boot) has no kernel or O(kernels) is not set.
+    - A GRUB_DEFAULT or saved entry the operator chose is not read.
+  returned: always
+  type: str
+filesystems:
+  description:
+    - Per path of O(filesystems), C(path) (the existing path read), C(free_mib) (free to root, who installs
+      packages, C(f_bfree)), C(available_mib) (free to other users, C(f_bavail)) and C(size_mib), in MiB rounded
+      down; V(null) when the path could not be read.
+  returned: always
+  type: dict
+  sample: {"/boot": {"path": "/boot", "free_mib": 812, "available_mib": 812, "size_mib": 973}}
 now:
   description: The host's clock, in seconds since the epoch, for comparing RV(files) modification times.
   returned: always
@@ -199,6 +238,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kernels import boot_default, installed_kernels
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.openpgp import read_key_file
 
 MAX_CHECKSUM_BYTES = 16 * 1024 * 1024
@@ -454,6 +494,23 @@ def _secure_boot():
     return len(data) >= 5 and bytearray(data)[4] == 1
 
 
+def _filesystem(path):
+    probe = path
+    while probe and not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    try:
+        stats = os.statvfs(probe)
+    except (IOError, OSError):
+        return None
+    mib = float(2 ** 20)
+    return {'path': probe, 'free_mib': int(stats.f_bfree * stats.f_frsize / mib),
+            'available_mib': int(stats.f_bavail * stats.f_frsize / mib),
+            'size_mib': int(stats.f_blocks * stats.f_frsize / mib)}
+
+
 def _globs(patterns):
     return dict((pattern, sorted(glob.glob(pattern))) for pattern in patterns)
 
@@ -471,6 +528,8 @@ def main():
             keyrings=dict(type='list', elements='path', default=[], no_log=False),
             pci_devices_path=dict(type='path', default=''),
             secure_boot=dict(type='bool', default=False),
+            kernels=dict(type='bool', default=False),
+            filesystems=dict(type='list', elements='path', default=[]),
             max_content_bytes=dict(type='int', default=65536),
         ),
         supports_check_mode=True,
@@ -490,6 +549,7 @@ def main():
         elif manager == 'dnf':
             packages = _rpm_packages(module, params['packages'])
     contents, truncated = _contents(params['contents'], params['max_content_bytes'])
+    kernels = installed_kernels() if params['kernels'] else []
     module.exit_json(
         changed=False,
         package_manager=manager,
@@ -503,6 +563,9 @@ def main():
         links=_links(params['links']),
         pci_devices=_pci_devices(params['pci_devices_path']),
         secure_boot=_secure_boot() if params['secure_boot'] else None,
+        kernels=kernels,
+        filesystems=dict((path, _filesystem(path)) for path in params['filesystems']),
+        boot_kernel=boot_default(kernels),
         now=time.time(),
     )
 

@@ -126,6 +126,15 @@ options:
         remapping or page retirement stay counted. Above this count they become a V(warning).
       - Volatile uncorrectable errors (since the driver loaded) are always V(critical).
     type: int
+  check_kernel_modules:
+    description:
+      - Read the kernels installed in C(/boot) and report those whose C(modules.dep) lists no NVIDIA core module, on a
+        host where at least one kernel has it, as C(kernel_without_nvidia_module).
+      - "V(critical) for the kernel the bootloader starts by default (the newest), since the next reboot leaves the
+        node without a GPU driver; V(warning) for the others."
+      - The usual cause is a kernel update without the kernel's headers, so DKMS could not build the module.
+    type: bool
+    default: true
   check_pcie:
     description:
       - Compare the PCIe link width and generation of each GPU with the maximum it and the slot support.
@@ -276,7 +285,8 @@ findings:
       V(temperature_near_slowdown), V(hw_slowdown), V(hw_thermal_slowdown), V(hw_power_brake_slowdown),
       V(sw_thermal_slowdown), V(pcie_link_width_degraded), V(pcie_link_gen_degraded), V(persistence_mode_off),
       V(nvlink_down), V(nvlink_state_unavailable), V(gpu_count_low), V(nvidia_smi_<reason>) (reasons as in the
-      notes), V(nvidia_smi_slow), V(nvidia_smi_warning) and V(kernel_log_unavailable); against the expectations
+      notes), V(nvidia_smi_slow), V(nvidia_smi_warning), V(kernel_log_unavailable) and V(kernel_without_nvidia_module) (which
+      also carries C(kernel)); against the expectations
       V(gpu_model_unexpected), V(driver_branch_unexpected), V(ecc_mode_unexpected), V(mig_mode_unexpected) and
       V(mig_layout_unexpected), which also carry C(expected) and C(found)."
   returned: always
@@ -382,6 +392,7 @@ kernel_log:
       sample: 3
 """
 
+import platform
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -397,6 +408,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import 
     sort_findings,
     summarize,
 )
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.kernels import installed_kernels, module_findings
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
     classify_failure,
     parse_gpu_list,
@@ -614,6 +626,7 @@ def main():
         ignore_xids=dict(type='list', elements='int', default=[]),
         ecc_aggregate_uncorrectable_max=dict(type='int'),
         check_pcie=dict(type='bool', default=True),
+        check_kernel_modules=dict(type='bool', default=True),
         pcie_gen_min_utilization=dict(type='int', default=50),
         check_nvlink=dict(type='str', choices=['auto', 'always', 'never'], default='auto'),
         nvlink_expected_active=dict(type='int'),
@@ -659,7 +672,8 @@ def main():
         },
         expected_count=params['expected_gpu_count'], nvlink=nvlink, smi_failure=smi_failure,
         smi_seconds=smi_seconds, kernel_log_error=log_error, smi_warnings=smi_warnings, nvlink_error=nvlink_error)
-    findings = sort_findings(findings + expected)
+    kernels = module_findings(installed_kernels(), platform.release()) if params['check_kernel_modules'] else []
+    findings = sort_findings(findings + expected + kernels)
 
     summary = summarize(findings)
     healthy = is_healthy(findings, params['fail_on'])

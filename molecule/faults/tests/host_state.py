@@ -29,6 +29,12 @@ CONFIG_GLOBS = (
     "/etc/systemd/system/multi-user.target.wants/*", "/etc/docker/daemon.json", "/etc/containerd/config.toml",
     "/etc/containerd/conf.d/*", "/etc/crio/crio.conf", "/etc/crio/crio.conf.d/*", "/etc/crio/conf.d/*",
     "/etc/nvidia-container-runtime/config.toml", "/etc/dcgm-exporter/*",
+    # Units the roles and the packages install (the container runtimes', MIG's, the GPU daemons').
+    "/etc/systemd/system/*.service", "/etc/systemd/system/*.timer", "/etc/systemd/system/*.socket",
+    "/etc/systemd/system/*.path", "/lib/systemd/system/nvidia*", "/lib/systemd/system/dcgm*",
+    "/lib/systemd/system/docker*", "/lib/systemd/system/containerd*",
+    # DKMS's configuration (module signing) and the CDI specifications.
+    "/etc/dkms/*", "/etc/dkms/*/*", "/etc/cdi/*", "/var/run/cdi/*",
 )
 # Files the package manager or Ansible leave when a write is cut short.
 LEFTOVER = re.compile(r"(^\.ansible_tmp|\.dpkg-(new|tmp|dist)$|^\.#|\.tmp\.[0-9]+$)")
@@ -57,6 +63,28 @@ def config_files():
     return found
 
 
+def boot_files():
+    """What /boot holds: kernels, initramfs images, bootloader files (content, not modification times)."""
+    found = {}
+    for directory, _dirs, files in os.walk("/boot"):
+        for name in files:
+            path = os.path.join(directory, name)
+            found[path] = ("-> " + os.readlink(path)) if os.path.islink(path) else sha256(path)
+    return found
+
+
+def accounts():
+    """Users and groups with their IDs (a role that adds the device-file group must not add it twice)."""
+    entries = []
+    for path, kind in (("/etc/passwd", "user"), ("/etc/group", "group")):
+        with open(path) as handle:
+            for line in handle:
+                fields = line.rstrip("\n").split(":")
+                if len(fields) >= 3:
+                    entries.append("%s %s %s" % (kind, fields[0], fields[2]))
+    return sorted(entries)
+
+
 def services():
     state = {}
     for name in SERVICES:
@@ -76,6 +104,8 @@ def snapshot():
     except OSError:
         loaded = None
     return {
+        "boot": boot_files(),
+        "accounts": accounts(),
         "packages": sorted(line.strip() for line in packages.splitlines() if line.strip()),
         "holds": sorted(holds.split()),
         "files": config_files(),

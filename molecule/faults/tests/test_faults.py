@@ -96,7 +96,7 @@ def mirror(host, name, damage):
 
 def same_except(before, after, ignore_files=()):
     """Keys of two snapshots that differ, files named in ignore_files aside."""
-    diff = [key for key in ("packages", "holds", "loaded_driver") if before[key] != after[key]]
+    diff = [key for key in ("packages", "holds", "loaded_driver", "boot", "accounts") if before[key] != after[key]]
     files_before = dict((k, v) for k, v in before["files"].items() if k not in ignore_files)
     files_after = dict((k, v) for k, v in after["files"].items() if k not in ignore_files)
     if files_before != files_after:
@@ -446,3 +446,40 @@ def test_8_mirror_gains_a_release_and_the_security_floor_installs_it():
     sh(host, "apt-get update -qq")
     assert driver_version(host) == "580.95.05"
     assert problems(host) == [], host
+
+
+# --- 9. a full /boot and /var/cache ----------------------------------------------
+
+def test_9_full_boot_and_var_cache_are_refused_before_the_change():
+    # HGX, at 580 since case 6. /boot and /var/cache become small file systems
+    # holding what they held, with room for less than a driver change needs
+    # (an initramfs per kernel, the downloaded packages): the change to 570 is
+    # refused in preflight, before the repository, the packages or a service
+    # is touched, and the message names each path, its free space and the input.
+    host = HGX
+    mounts = {"/boot": 40, "/var/cache": 100}
+    before = snapshot(host)
+    for path, headroom in mounts.items():
+        sh(host, "used=$(du -sm %(p)s | cut -f1); cp -a %(p)s /tmp/gpufleet-full && "
+                 "mount -t tmpfs -o size=$((used + %(h)d))m gpufleet-full %(p)s && cp -a /tmp/gpufleet-full/. %(p)s/ && "
+                 "rm -rf /tmp/gpufleet-full" % {"p": path, "h": headroom})
+    try:
+        run = playbook("9-full-boot-and-var-cache", ROLE, limit=host,
+                       extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570"})
+        assert run.rc != 0, run
+        failed = run.failed(host)
+        assert failed, str(run)
+        assert failed[-1][0].endswith("Check there is room for the driver packages"), (failed, str(run))
+        message = failed[-1][1]
+        for words in ["Not enough free space for the driver packages", "nvidia_driver_min_free_mib", "Nothing was changed"] + [
+                "%s has " % path for path in mounts]:
+            assert words in message, (words, message)
+        assert run.changed(host) == 0, run
+        after = snapshot(host)
+        assert same_except(before, after) == [], same_except(before, after)
+        assert after["services"] == before["services"]
+        assert problems(host) == []
+    finally:
+        for path in mounts:
+            sh(host, "umount %s" % path, check=False)
+    assert driver_version(host).startswith("580."), driver_version(host)

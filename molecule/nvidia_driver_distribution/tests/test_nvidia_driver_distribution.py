@@ -58,3 +58,33 @@ def test_debians_nouveau_blacklist_and_persistenced_unit(host):
     assert host.file("/run/reboot-required").exists
     assert host.run("systemctl cat nvidia-persistenced.service").rc == 0
     assert host.file("/etc/modprobe.d/gpufleet-blacklist-nouveau.conf").exists
+
+
+def test_the_real_initramfs_of_every_kernel_carries_the_nouveau_blacklist(host):
+    """update-initramfs (initramfs-tools, real) ran after the role wrote modprobe.d: the image the kernel
+    boots with blacklists nouveau before the root filesystem is mounted."""
+    kernels = host.check_output("ls /boot | sed -n 's/^vmlinuz-//p'").split()
+    assert kernels, "prepare installs a kernel"
+    for kernel in kernels:
+        listing = host.check_output("lsinitramfs /boot/initrd.img-%s" % kernel).split()
+        assert "etc/modprobe.d/gpufleet-blacklist-nouveau.conf" in listing, (kernel, [p for p in listing if "modprobe" in p])
+        blacklist = host.check_output(
+            "d=$(mktemp -d) && unmkinitramfs /boot/initrd.img-%s \"$d\" "
+            " && cat $(find \"$d\" -path '*/etc/modprobe.d/gpufleet-blacklist-nouveau.conf')"
+            "; rm -rf \"$d\"" % kernel)
+        assert "blacklist nouveau" in blacklist and "options nouveau modeset=0" in blacklist, blacklist
+
+
+def test_the_kernel_hold_covers_the_metapackages_that_bring_new_kernels(host):
+    """nvidia_driver_hold_kernel (on for the Debian 13 node only): apt upgrade and unattended-upgrades cannot
+    install a new linux-image-<abi> through linux-image-cloud-amd64 any more."""
+    held = set(host.check_output("apt-mark showhold").split())
+    listing = host.run("dpkg-query -W -f '${Package} ${Status}\\n' 'linux-image-*' 'linux-headers-*' 'linux-kbuild-*'").stdout
+    kernel_packages = {line.split()[0] for line in listing.splitlines() if line.endswith(" install ok installed")
+                       or line.endswith(" hold ok installed")}
+    assert kernel_packages, "prepare installs a kernel"
+    if host.ansible.get_variables().get("nvidia_driver_hold_kernel"):
+        assert {"linux-image-cloud-amd64", "linux-headers-cloud-amd64"} <= kernel_packages, kernel_packages
+        assert kernel_packages <= held, kernel_packages - held
+    else:
+        assert not kernel_packages & held, kernel_packages & held

@@ -431,8 +431,9 @@ def test_preflight_refuses_a_branch_ubuntus_archive_does_not_offer():
 def _kernels(inputs, boot, build, running='6.6.87-host'):
     """__nvidia_driver_kernels as state.yml sets it."""
     role = DistributionRole(dict(DEBIAN['12'], kernel=running), nvidia_driver_branch='535', **inputs)
-    role.variables['__nvidia_driver_state'] = {'globs': {'/boot/vmlinuz-*': ['/boot/vmlinuz-%s' % k for k in boot],
-                                                         '/lib/modules/*/build': ['/lib/modules/%s/build' % k for k in build]},
+    # host_state_info's kernels: those with an image in /boot (module_utils/kernels.py).
+    role.variables['__nvidia_driver_state'] = {'globs': {'/lib/modules/*/build': ['/lib/modules/%s/build' % k for k in build]},
+                                               'kernels': [{'release': k} for k in boot],
                                                'contents': {}, 'files': {}}
     for task in load('nvidia_driver', 'tasks', 'state.yml'):
         facts = task.get('ansible.builtin.set_fact', {})

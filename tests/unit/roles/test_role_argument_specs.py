@@ -55,7 +55,8 @@ NOT_INPUTS = {
     # and nvidia_smi_info modules.
     'mig': {'mig_mode', 'mig_devices', 'mig_uuids', 'mig_disabled'},
     'nvidia_driver': {'nvidia_driver_installed_flavour', 'nvidia_driver_installed_version', 'nvidia_driver_loaded_flavour',
-                      'nvidia_driver_loaded_version', 'nvidia_driver_reboot_reason', 'nvidia_driver_reboot_required'},
+                      'nvidia_driver_loaded_version', 'nvidia_driver_reboot_reason', 'nvidia_driver_reboot_required',
+                      'nvidia_driver_boot_kernel'},
 }
 # Roles whose platform files (vars/ other than main.yml) hold data of one
 # package manager only, so they do not all have the same keys: a dnf module

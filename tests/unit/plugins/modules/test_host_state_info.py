@@ -52,3 +52,10 @@ def test_package_database_of_the_hosts_family(host, os_release, dpkg, rpm, expec
 def test_unreadable_os_release_falls_back_to_what_exists(host, tmp_path):
     host('', True, True)
     assert host_state_info._package_manager(str(tmp_path / 'missing')) == 'apt'
+
+
+def test_filesystems_read_the_nearest_existing_parent(tmp_path):
+    existing = host_state_info._filesystem(str(tmp_path))
+    missing = host_state_info._filesystem(str(tmp_path / 'not' / 'there'))
+    assert existing['path'] == str(tmp_path) and missing['path'] == str(tmp_path)
+    assert 0 <= existing['free_mib'] <= existing['size_mib'] and existing['available_mib'] <= existing['free_mib']

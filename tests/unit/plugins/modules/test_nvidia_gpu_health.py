@@ -119,9 +119,11 @@ class FakeHost(object):
         return sum(1 for call in self.calls if '/usr/bin/nvidia-smi' in call)
 
 
-def run_module(monkeypatch, module_exits, args, script, uptime=None, **host_options):
+def run_module(monkeypatch, module_exits, args, script, uptime=None, kernels=(), **host_options):
     exit_json, fail_json = module_exits
     host = FakeHost(script, **host_options)
+    # The test machine's own /boot stays out of the results.
+    monkeypatch.setattr(nvidia_gpu_health, 'installed_kernels', lambda: list(kernels))
     # Bound methods of the fake host: the module's own instance is not passed on.
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', host.get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', host.run_command)
@@ -293,6 +295,39 @@ def test_findings_carry_gpu_evidence_and_advice(monkeypatch, module_exits):
     assert result['gpus'][1]['pci_bus_id'] == '0000:02:00.0'
     assert result['gpus'][0]['persistence_mode'] is True
     assert result['kernel_log'] == {'source': 'journal', 'window_seconds': 86400, 'events': 1}
+
+
+def _kernel(release, modules=(), headers=True):
+    return {'release': release, 'image': '/boot/vmlinuz-' + release, 'initramfs': None, 'initramfs_mtime': None,
+            'modules': True, 'headers': headers, 'modules_dep': True, 'nvidia_modules': list(modules)}
+
+
+def test_a_newer_kernel_without_the_module_is_critical(monkeypatch, module_exits):
+    """A kernel update installed without headers: the next boot has no GPU driver."""
+    kernels = [_kernel('6.1.0-56-cloud-amd64', ['updates/dkms/nvidia-current.ko']),
+               _kernel('6.1.0-57-cloud-amd64', headers=False)]
+    result, failed, host = run_module(monkeypatch, module_exits, {'kernel_log_source': 'none', 'check_nvlink': 'never'},
+                                      [(SMI_XML, 0, smi_xml({}), '')], kernels=kernels)
+    assert codes(result) == ['kernel_without_nvidia_module'] and not result['healthy']
+    (finding,) = result['findings']
+    assert finding['severity'] == 'critical' and finding['kernel'] == '6.1.0-57-cloud-amd64'
+    assert 'bootloader starts by default' in finding['evidence']
+
+
+def test_kernels_that_all_have_the_module_raise_nothing(monkeypatch, module_exits):
+    kernels = [_kernel('6.1.0-56-cloud-amd64', ['updates/dkms/nvidia-current.ko']),
+               _kernel('6.1.0-57-cloud-amd64', ['updates/dkms/nvidia-current.ko'])]
+    result, failed, host = run_module(monkeypatch, module_exits, {'kernel_log_source': 'none', 'check_nvlink': 'never'},
+                                      [(SMI_XML, 0, smi_xml({}), '')], kernels=kernels)
+    assert codes(result) == [] and result['healthy']
+
+
+def test_kernel_check_can_be_turned_off(monkeypatch, module_exits):
+    kernels = [_kernel('6.1.0-56-cloud-amd64', ['updates/dkms/nvidia.ko']), _kernel('6.1.0-57-cloud-amd64')]
+    result, failed, host = run_module(monkeypatch, module_exits,
+                                      {'kernel_log_source': 'none', 'check_nvlink': 'never', 'check_kernel_modules': False},
+                                      [(SMI_XML, 0, smi_xml({}), '')], kernels=kernels)
+    assert codes(result) == []
 
 
 def test_driver_not_loaded_returns_evidence_and_hint_without_failing(monkeypatch, module_exits):
