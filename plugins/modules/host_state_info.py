@@ -99,6 +99,16 @@ options:
     type: list
     elements: path
     default: []
+  package_work:
+    description:
+      - Read whether the package manager left work unfinished. On Debian and Ubuntu, that is an interrupted dpkg's
+        journal (files in C(/var/lib/dpkg/updates), what makes apt refuse with "dpkg was interrupted") and the
+        packages whose dpkg status is not a final one (C(half-installed), C(unpacked), C(half-configured),
+        C(triggers-awaited), C(triggers-pending)), read from C(/var/lib/dpkg/status) as C(dpkg --audit) reports them.
+      - rpm keeps no such state (a transaction either completes or leaves duplicate packages, which
+        C(dnf check) reports), so on the RHEL family RV(package_work) is always empty.
+    type: bool
+    default: false
   max_content_bytes:
     description:
       - The most bytes read of each file in O(contents).
@@ -222,6 +232,13 @@ filesystems:
   returned: always
   type: dict
   sample: {"/boot": {"path": "/boot", "free_mib": 812, "available_mib": 812, "size_mib": 973}}
+package_work:
+  description:
+    - With O(package_work) on a dpkg host, C(interrupted) (whether dpkg's journal holds an interrupted run) and
+      C(unfinished) (package name to its dpkg status, for every package not in a final state); V({}) otherwise.
+  returned: always
+  type: dict
+  sample: {"interrupted": true, "unfinished": {"nvidia-kernel-dkms": "half-configured", "libcuda1": "unpacked"}}
 now:
   description: The host's clock, in seconds since the epoch, for comparing RV(files) modification times.
   returned: always
@@ -335,6 +352,39 @@ def _rpm_packages(module, patterns):
         version = cells[1][2:] if cells[1].startswith('0:') else cells[1]
         found[cells[0]] = {'version': version, 'installed': True, 'held': cells[0] in locked, 'status': 'installed'}
     return found
+
+
+DPKG_DIR = '/var/lib/dpkg'
+# dpkg's states a run leaves behind only when it was interrupted or a
+# maintainer script failed ("installed", "config-files" and "not-installed"
+# are final).
+DPKG_UNFINISHED = frozenset(('half-installed', 'unpacked', 'half-configured', 'triggers-awaited',
+                             'triggers-pending'))
+
+
+def _dpkg_work(root=DPKG_DIR):
+    """What an interrupted or failed dpkg run left: its journal and the packages in an unfinished state."""
+    try:
+        interrupted = any(name.isdigit() for name in os.listdir(os.path.join(root, 'updates')))
+    except OSError:
+        interrupted = False
+    unfinished = {}
+    name = None
+    try:
+        with open(os.path.join(root, 'status'), 'rb') as handle:
+            for raw in handle:
+                line = raw.decode('utf-8', 'replace')
+                if line.startswith('Package: '):
+                    name = line[9:].strip()
+                elif line.startswith('Status: ') and name:
+                    words = line.split()
+                    if len(words) == 4 and words[3] in DPKG_UNFINISHED:
+                        unfinished[name] = words[3]
+                elif not line.strip():
+                    name = None
+    except OSError:
+        pass
+    return {'interrupted': interrupted, 'unfinished': unfinished}
 
 
 def _owner(uid):
@@ -530,6 +580,7 @@ def main():
             secure_boot=dict(type='bool', default=False),
             kernels=dict(type='bool', default=False),
             filesystems=dict(type='list', elements='path', default=[]),
+            package_work=dict(type='bool', default=False),
             max_content_bytes=dict(type='int', default=65536),
         ),
         supports_check_mode=True,
@@ -566,6 +617,7 @@ def main():
         kernels=kernels,
         filesystems=dict((path, _filesystem(path)) for path in params['filesystems']),
         boot_kernel=boot_default(kernels),
+        package_work=_dpkg_work() if params['package_work'] and manager == 'apt' else {},
         now=time.time(),
     )
 

@@ -12,8 +12,10 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -162,6 +164,10 @@ def environment():
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
     env.update(ANSIBLE_CONFIG=os.path.join(PROJECT_DIR, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+               # One line a result, whatever its message holds (a multi-line
+               # fail_msg is otherwise indented over several lines, which
+               # Run cannot read as a failure).
+               ANSIBLE_CALLBACK_FORMAT_PRETTY="false",
                ANSIBLE_DISPLAY_SKIPPED_HOSTS="1",
                PATH=os.path.dirname(PLAYBOOK_BIN) + os.pathsep + env.get("PATH", ""))
     return env
@@ -277,6 +283,17 @@ class Mirror(object):
         self.thread.join(10)
         return False
 
+    def url(self, distro):
+        return "http://127.0.0.1:%d/compute/cuda/repos/%s/x86_64" % (self.port, distro)
+
+    def put(self, path, content):
+        """Serve content at path (relative to the mirror's root); return its URL."""
+        target = os.path.join(self.root, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as handle:
+            handle.write(content)
+        return "http://127.0.0.1:%d/%s" % (self.port, path)
+
     def publish(self, distro, directory):
         """Serve directory as the distro's repository; return the URL a role is given."""
         path = os.path.join("compute", "cuda", "repos", distro, "x86_64")
@@ -287,3 +304,76 @@ class Mirror(object):
         os.symlink(directory, link + ".new")
         os.replace(link + ".new", link)
         return "http://127.0.0.1:%d/%s" % (self.port, path)
+
+
+class SigningKey(object):
+    """An ed25519 signing key made for one case, in a GNUPGHOME of its own
+    (under /tmp: gpg-agent's socket path must stay short), as a repository
+    that rotates its key signs with a new one."""
+
+    def __init__(self, name):
+        self.homedir = tempfile.mkdtemp(prefix="gpufleet-faults-gpg-")
+        self._gpg("--passphrase", "", "--quick-gen-key", "%s <faults@gpufleet.invalid>" % name, "ed25519", "sign", "2d")
+        listing = self._gpg("--with-colons", "--list-keys")
+        self.fingerprint = re.search(r"^fpr:+([0-9A-F]{40}):", listing, re.M).group(1)
+
+    def _gpg(self, *args):
+        return subprocess.run(["gpg", "--homedir", self.homedir, "--batch", "--yes", "--quiet",
+                               "--pinentry-mode", "loopback"] + list(args),
+                              check=True, stdout=subprocess.PIPE, universal_newlines=True, timeout=120).stdout
+
+    def fingerprints(self, armored):
+        """The primary keys' fingerprints of an armored keyring (as read from a host), in order."""
+        listing = subprocess.run(["gpg", "--homedir", self.homedir, "--batch", "--with-colons", "--show-keys"],
+                                 input=armored, stdout=subprocess.PIPE, universal_newlines=True, check=True,
+                                 timeout=60).stdout
+        found, primary = [], False
+        for line in listing.splitlines():
+            fields = line.split(":")
+            if fields[0] in ("pub", "sub"):
+                primary = fields[0] == "pub"
+            elif fields[0] == "fpr" and primary:
+                found.append(fields[9])
+                primary = False
+        return found
+
+    def armored(self):
+        return self._gpg("--armor", "--export", self.fingerprint)
+
+    def sign_release(self, directory):
+        """InRelease (clear-signed) and Release.gpg (detached) for directory/Release."""
+        release = os.path.join(directory, "Release")
+        self._gpg("--digest-algo", "SHA512", "--local-user", self.fingerprint, "--clearsign",
+                  "--output", os.path.join(directory, "InRelease"), release)
+        self._gpg("--digest-algo", "SHA512", "--local-user", self.fingerprint, "--armor", "--detach-sign",
+                  "--output", os.path.join(directory, "Release.gpg"), release)
+
+    def close(self):
+        subprocess.run(["gpgconf", "--homedir", self.homedir, "--kill", "all"], check=False, timeout=30,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.homedir, ignore_errors=True)
+
+
+def resigned(source, target, key, date=None, valid_until=None):
+    """A copy of the flat apt repository source at target whose Release is
+    signed by key, optionally with another Date and a Valid-Until
+    (datetime.datetime in UTC); the packages and indexes are links to the
+    source's files, so the copy costs nothing."""
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+    os.makedirs(target)
+    for name in os.listdir(source):
+        if name not in ("Release", "InRelease", "Release.gpg"):
+            os.symlink(os.path.join(source, name), os.path.join(target, name))
+    with open(os.path.join(source, "Release")) as handle:
+        fields = handle.read()
+    stamp = "%a, %d %b %Y %H:%M:%S UTC"
+    if date is not None:
+        fields = re.sub(r"(?m)^Date: .*$", "Date: " + date.strftime(stamp), fields)
+    if valid_until is not None:
+        fields = re.sub(r"(?m)^(Date: .*)$", lambda m: m.group(1) + "\nValid-Until: " + valid_until.strftime(stamp),
+                        fields, count=1)
+    with open(os.path.join(target, "Release"), "w") as handle:
+        handle.write(fields)
+    key.sign_release(target)
+    return target

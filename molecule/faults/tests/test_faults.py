@@ -10,9 +10,10 @@ what it left) for the next:
      once, nothing is half-written or duplicated, the rerun changes nothing;
   2. the DCGM host engine, its exporter and the persistence daemon killed:
      systemd starts them again;
-  3. the NVIDIA repository unreachable, serving a bad signature, and a key
-     whose fingerprint is not the pinned one: the role stops at the
-     repository with a message saying which, nothing changed, apt works;
+  3. (a) the NVIDIA repository unreachable, and serving a bad signature;
+     (b) a key whose fingerprint is not the pinned one, and a key server
+     that does not answer: the role stops at the repository with a message
+     saying which, nothing changed, apt works;
   4. nvidia-smi and dcgmi wedged: every role that asks them, and the health
      playbook, stop with a timeout instead of hanging the play;
   5. a broken package in the repository in the middle of a driver upgrade:
@@ -22,20 +23,46 @@ what it left) for the next:
      loaded: facts fail with the reason, site.yml skips what needs the
      driver (reboot policy never), then reboots and converges (if_needed);
   8. a mirror that gains a release after the converge: following the
-     security floor refreshes the package lists that lack it and installs it.
+     security floor refreshes the package lists that lack it and installs it;
+  9. a full /boot and /var/cache: the driver change is refused in preflight,
+     before anything changes;
+ 10. unattended-upgrades (Debian's, run for real) allowed to take everything
+     from a repository that offers newer drivers: it upgrades another package
+     of that repository and leaves the driver at its pinned release;
+ 11. an expired Release file, and a repository signing with a new key nobody
+     announced: the role stops at the repository, nothing changed;
+ 12. the new key pinned by the operator: the keyring holds it alone, apt
+     reads the repository with it, the driver packages stay;
+ 13. power lost inside dpkg, in the middle of unpacking (HGX) and of
+     configuring (L40S) the driver packages: apt refuses to install after the
+     restart; the next run finishes dpkg's work (dpkg --configure -a), says
+     so, and converges; dpkg --audit is clean;
+ 14. a reboot that never comes back (the container stays down): the role
+     fails after nvidia_driver_reboot_timeout saying what to look at; once
+     the host is back, the next run finds the new driver loaded;
+ 15. a new kernel in /boot without the NVIDIA module, whose headers no
+     repository has: the role refuses (no reboot), naming the kernel the
+     node would boot; health reports kernel_without_nvidia_module, critical;
+ 16. the controller killed in the middle of a driver change, after the GPU
+     services stopped: the change's record on the node lets the next run
+     start them again and hold the driver packages.
 """
 import concurrent.futures
+import datetime
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
-    CONVERGE, HGX, HOSTS, L40S, ROLE, SCENARIO_DIR, WORK, Mirror, active, main_pid, out, playbook, problems, put, sh,
-    snapshot, wait_for)
+    CONVERGE, HGX, HOSTS, L40S, ROLE, SCENARIO_DIR, WORK, Mirror, SigningKey, active, main_pid, out, playbook, problems,
+    put, resigned, sh, snapshot, wait_for)
 
 REPO_DIR = os.environ.get("GPUFLEET_TEST_REPO_DIR", "/var/tmp/gpufleet-harness/repo")
 DISTRO = {HGX: "debian12", L40S: "debian13"}
@@ -43,6 +70,11 @@ DCGM_PORT = {HGX: 5630, L40S: 5631}
 EXPORTER_PORT = {HGX: 9440, L40S: 9441}
 GPU_SERVICES = {HGX: ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "nvidia-dcgm-exporter"),
                 L40S: ("nvidia-persistenced", "nvidia-dcgm", "nvidia-dcgm-exporter")}
+# What runs after a branch change made by the driver role alone: Fabric
+# Manager's package is of one branch and goes with the old driver's (the role
+# says so; its own role installs the new branch's), the others run again.
+DRIVER_ROLE_SERVICES = {HGX: ("nvidia-persistenced", "nvidia-dcgm", "nvidia-dcgm-exporter"),
+                        L40S: GPU_SERVICES[L40S]}
 INITRAMFS_LOG = "/var/log/gpufleet-test/update-initramfs.log"
 MODPROBE_FILES = ("/etc/modprobe.d/gpufleet-blacklist-nouveau.conf",)
 # What molecule/nvidia_driver/files/daemon.json (put in place by prepare.yml) holds.
@@ -50,6 +82,8 @@ DOCKER_BEFORE = {"data-root": "/srv/docker", "live-restore": True, "log-driver":
                  "log-opts": {"max-file": "3", "max-size": "100m"}, "registry-mirrors": ["https://mirror.gcr.io"]}
 DRIVER_HELD = ("nvidia-driver", "nvidia-open", "nvidia-kernel-open-dkms", "libcuda1", "nvidia-smi")
 UNREACHABLE = "http://127.0.0.1:1"
+CUDA_SOURCE = "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources"
+CUDA_KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
 # Where case 8 serves its mirror (declared on the "# ports:" line of molecule.yml).
 MIRROR_PORT = 8790
 
@@ -192,10 +226,11 @@ def repository_round(name, host_vars, expected):
         # apt works with every source, and the NVIDIA packages still come from the simulated repository.
         sh(host, "apt-get update -qq")
         policy = out(host, "LC_ALL=C apt-cache policy nvidia-smi")
-        assert "127.0.0.1:8765" in policy and "Candidate: 570." in policy, (host, policy)
+        installed = re.search(r"Installed: (\S+)", policy).group(1)
+        assert "127.0.0.1:8765" in policy and "Candidate: %s\n" % installed in policy, (host, policy)
 
 
-def test_3_repository_faults_stop_at_the_repository_and_change_nothing():
+def test_3a_unreachable_repository_and_bad_signature_stop_at_the_repository():
     badsig = mirror(L40S, "mirror-badsig", "sed -i 's/^Label: .*/Label: tampered/' InRelease Release")
     stop = r"repository : Stop at the repository$"
     repository_round("3a-repository-unreachable-badsig", {
@@ -206,6 +241,9 @@ def test_3_repository_faults_stop_at_the_repository_and_change_nothing():
         L40S: (stop, ["is not signed", "does not verify with the pinned key", "nvidia_driver_repo_key_fingerprint",
                       "was put back"]),
     })
+
+
+def test_3b_key_not_the_pinned_one_and_key_server_down_stop_at_the_key():
     # A pin that the served key does not have, and a key server that does not answer.
     other = toolkit_fingerprint()
     stop = r"repository : Stop at the repository key$"
@@ -483,3 +521,411 @@ def test_9_full_boot_and_var_cache_are_refused_before_the_change():
         for path in mounts:
             sh(host, "umount %s" % path, check=False)
     assert driver_version(host).startswith("580."), driver_version(host)
+
+
+# --- 10. unattended-upgrades and a repository offering newer drivers -------------
+
+UU_CONFIG = "/etc/apt/apt.conf.d/52gpufleet-test-unattended-upgrades"
+# A package of the NVIDIA repository that no role pins or holds: unattended-upgrades
+# must upgrade it, which shows it runs and takes that repository (not a vacuous pass).
+UU_CONTROL = ("cuda-toolkit-config-common", "12.4.127-1", "13.0.96-1")
+
+
+def package_version(host, name):
+    return sh(host, "dpkg-query -W -f='${Version}' %s" % name, check=False).stdout.strip()
+
+
+def uu_candidates(text):
+    """The packages unattended-upgrade -d lists as "pkgs that look like they should be upgraded", one a line."""
+    found = re.search(r"(?m)^pkgs that look like they should be upgraded: (\S*)\n((?:\S+\n)*)", text)
+    return ([found.group(1)] + found.group(2).split()) if found and found.group(1) else []
+
+
+def test_10_unattended_upgrades_keep_the_driver_at_its_pin():
+    # HGX, at 580 since case 6. The driver moves to 570.172.08 while the
+    # repository offers 570.195.03 and the 580s; unattended-upgrades (Debian's
+    # real one) is then allowed everything the repository serves, as an
+    # operator who turned it on for the NVIDIA repository would, and runs as
+    # apt-daily-upgrade runs it: a dry run, then for real.
+    host = HGX
+    run = playbook("10a-driver-at-an-older-release", ROLE, limit=host,
+                   extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570",
+                          "nvidia_driver_version": "570.172.08", "nvidia_driver_reboot_policy": "if_needed"})
+    assert run.ok([host]), run
+    assert (driver_version(host), loaded_driver(host)) == ("570.172.08", "570.172.08"), run
+    name, older, newest = UU_CONTROL
+    sh(host, "apt-get install -y -q --allow-downgrades %s=%s" % (name, older))
+    # Only the NVIDIA repository (the simulated one, on loopback): Debian's own
+    # security updates would make the run depend on the day.
+    put(host, UU_CONFIG, "#clear Unattended-Upgrade::Origins-Pattern;\n#clear Unattended-Upgrade::Allowed-Origins;\n"
+                         "Unattended-Upgrade::Origins-Pattern { \"site=127.0.0.1\"; };\n")
+    sh(host, "apt-get update -qq")
+    offered = out(host, "LC_ALL=C apt-cache madison nvidia-driver")
+    assert "570.195.03" in offered and "580.95.05" in offered, offered
+    before = snapshot(host)
+
+    dry = sh(host, "unattended-upgrade --dry-run -d 2>&1", check=False, timeout=600)
+    assert dry.returncode == 0, dry.stdout[-3000:]
+    allowed = re.search(r"(?m)^Allowed origins are: (.*)$", dry.stdout)
+    assert allowed and allowed.group(1).strip() == "site=127.0.0.1", dry.stdout[-3000:]
+    blacklist = re.search(r"(?m)^Initial blacklist: (.*)$", dry.stdout)
+    assert blacklist and {"nvidia-", "libnvidia-", "libcuda1"} <= set(blacklist.group(1).split()), dry.stdout[-3000:]
+    assert uu_candidates(dry.stdout) == [name], dry.stdout[-3000:]
+    assert package_version(host, name) == older
+
+    real = sh(host, "unattended-upgrade -d 2>&1", check=False, timeout=600)
+    assert real.returncode == 0, real.stdout[-3000:]
+    log = out(host, "cat /var/log/unattended-upgrades/unattended-upgrades.log")
+    upgraded = re.findall(r"(?m)Packages that will be upgraded: (.*)$", log)
+    assert upgraded and upgraded[-1].split() == [name], log[-3000:]
+    assert package_version(host, name) == newest
+    # The driver stays at its release: the pin, the holds and the blacklist.
+    assert (driver_version(host), loaded_driver(host)) == ("570.172.08", "570.172.08")
+    after = snapshot(host)
+    assert after["holds"] == before["holds"] and set(DRIVER_HELD) <= set(after["holds"]), after["holds"]
+    changed = sorted(set(before["packages"]) ^ set(after["packages"]))
+    assert [line.split()[0] for line in changed] == [name, name], changed
+    assert same_except(dict(before, packages=[]), dict(after, packages=[])) == [], same_except(before, after)
+    assert problems(host) == []
+    # The control package goes back, so that later cases see the host as the role left it.
+    sh(host, "apt-get install -y -q --allow-downgrades %s=%s && apt-get purge -y -q %s && rm -f %s"
+       % (name, older, name, UU_CONFIG))
+
+
+# --- 11. an expired Release and an unannounced key rotation ----------------------
+
+def release_time(days):
+    return datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=days)
+
+
+@pytest.fixture(scope="module")
+def rotated_key():
+    key = SigningKey("gpufleet fault suite: the CUDA repository's next key")
+    yield key
+    key.close()
+
+
+def test_11_expired_release_and_unannounced_key_rotation_stop_at_the_repository(rotated_key):
+    # HGX: a mirror that stopped synchronising a week ago, its Release signed by
+    # the key the host pins, valid until yesterday. L40S: the repository signs
+    # with a new key that nobody announced; the host pins the old one.
+    with Mirror("11-rotated", MIRROR_PORT) as served:
+        for host, expired in ((HGX, True), (L40S, False)):
+            source = os.path.join(REPO_DIR, "compute", "cuda", "repos", DISTRO[host], "x86_64")
+            copy = resigned(source, os.path.join(WORK, "11-%s" % DISTRO[host]), rotated_key,
+                            date=release_time(-8) if expired else None,
+                            valid_until=release_time(-1) if expired else release_time(7))
+            served.publish(DISTRO[host], copy)
+        key_url = served.put("keys/next-cuda-key.asc", rotated_key.armored())
+        stop = r"repository : Stop at the repository$"
+        repository_round("11-expired-release-rotated-key", {
+            HGX: {"nvidia_driver_repo_url": served.url(DISTRO[HGX]), "nvidia_driver_repo_key_url": key_url,
+                  "nvidia_driver_repo_key_fingerprint": rotated_key.fingerprint},
+            L40S: {"nvidia_driver_repo_url": served.url(DISTRO[L40S])},
+        }, {
+            HGX: (stop, ["is expired", "past its Valid-Until date", "Resynchronise the mirror", "was put back",
+                         "the keyring that was there before was put back", "No package was changed"]),
+            # Debian 13's apt verifies with sqv, which names the missing key in words of its own.
+            L40S: (stop, ["does not verify with the pinned key", "nvidia_driver_repo_key_fingerprint",
+                          "was put back", "No package was changed"]),
+        })
+
+
+def test_12_key_rotation_pinned_by_the_operator_is_followed(rotated_key):
+    # L40S: the operator confirms the new key out of band and pins it. The
+    # keyring then holds the new key alone, apt reads the repository with it,
+    # and the old key is trusted by nothing.
+    host = L40S
+    with Mirror("12-rotated", MIRROR_PORT) as served:
+        source = os.path.join(REPO_DIR, "compute", "cuda", "repos", DISTRO[host], "x86_64")
+        served.publish(DISTRO[host], resigned(source, os.path.join(WORK, "12-%s" % DISTRO[host]), rotated_key,
+                                              valid_until=release_time(7)))
+        inputs = {"fault_role": "nvidia_driver", "nvidia_driver_branch": "580",
+                  "nvidia_driver_repo_url": served.url(DISTRO[host]),
+                  "nvidia_driver_repo_key_url": served.put("keys/next-cuda-key.asc", rotated_key.armored()),
+                  "nvidia_driver_repo_key_fingerprint": rotated_key.fingerprint}
+        before = snapshot(host)
+        run = playbook("12a-pin-the-rotated-key", ROLE, limit=host, extra=inputs)
+        assert run.ok([host]), run
+        assert rotated_key.fingerprints(out(host, "cat %s" % CUDA_KEYRING)) == [rotated_key.fingerprint]
+        assert "Signed-By: %s" % CUDA_KEYRING in out(host, "cat %s" % CUDA_SOURCE)
+        sh(host, "apt-get update -qq --error-on=any")
+        # Nothing but the repository's source and key changed: the driver packages stay.
+        after = snapshot(host)
+        assert after["packages"] == before["packages"] and after["holds"] == before["holds"]
+        assert sorted(k for k in set(before["files"]) | set(after["files"])
+                      if before["files"].get(k) != after["files"].get(k)) == sorted([CUDA_SOURCE, CUDA_KEYRING])
+        again = playbook("12b-pin-the-rotated-key-again", ROLE, limit=host, extra=inputs)
+        assert again.ok([host]) and again.changed(host) == 0, again
+    # Back to the simulated repository and its key.
+    back = playbook("12c-back-to-the-repository", ROLE, limit=host,
+                    extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "580"})
+    assert back.ok([host]), back
+    sh(host, "apt-get update -qq --error-on=any")
+    assert problems(host) == [], host
+
+
+# --- 13. power lost during dpkg: mid-unpack and mid-configure --------------------
+
+# Waits, in the container, for dpkg's log to show the given line for a
+# driver package, then freezes dpkg (SIGSTOP) exactly there and says so: the
+# test then kills the container, as a power cut would. Freezing first makes
+# the moment of the cut the moment seen, not that plus the test's reaction
+# time. Unpacking: "status half-installed <package>". Configuring: the
+# "configure <package>" action, which dpkg logs only in its configure phase
+# (a downgrade's unpack phase also logs "status half-configured" for the
+# version it replaces).
+POWER_CUT_WATCH = """#!/bin/sh
+start=$(wc -l < /var/log/dpkg.log)
+while :; do
+    if tail -n +$((start + 1)) /var/log/dpkg.log | grep -Eq " $1 (nvidia|libnvidia|libcuda)"; then
+        pkill -STOP -x dpkg
+        tail -n +$((start + 1)) /var/log/dpkg.log > /var/lib/gpufleet-test-power-cut
+        exit 0
+    fi
+    sleep 0.05
+done
+"""
+CUT_AT = {HGX: "status half-installed", L40S: "configure"}
+
+
+def power_cut_when_frozen(host, stop):
+    """Kill the container once its watcher froze dpkg; True when it did before stop was set."""
+    while not stop.is_set():
+        if sh(host, "test -s /var/lib/gpufleet-test-power-cut", check=False).returncode == 0:
+            subprocess.run(["docker", "kill", host], check=True, timeout=60, stdout=subprocess.DEVNULL)
+            return True
+        stop.wait(0.5)
+    return False
+
+
+def boot(host):
+    subprocess.run(["docker", "start", host], check=True, timeout=120, stdout=subprocess.DEVNULL)
+
+    def up():
+        return sh(host, "systemctl is-system-running", check=False).stdout.strip() in ("running", "degraded")
+    assert wait_for(up, timeout=120), (host, out(host, "systemctl --failed || true"))
+
+
+@pytest.fixture(scope="module")
+def power_cut():
+    """Both driver changes (HGX 570 -> 580, L40S 580 -> 570) lose power inside
+    dpkg: HGX while it unpacks the driver packages, L40S while it configures
+    them (one run, both hosts, so the two cases share its time). After the
+    power comes back, what the cut left is read; then the next run."""
+    for host in HOSTS:
+        put(host, "/usr/local/sbin/gpufleet-test-power-cut-watch", POWER_CUT_WATCH, mode="0755")
+        sh(host, "rm -f /var/lib/gpufleet-test-power-cut; (setsid /usr/local/sbin/gpufleet-test-power-cut-watch '%s' "
+                 "> /dev/null 2>&1 &)" % CUT_AT[host])
+    branches = {HGX: {"nvidia_driver_branch": "580"}, L40S: {"nvidia_driver_branch": "570"}}
+    stop = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(len(HOSTS)) as pool:
+        cuts = dict((host, pool.submit(power_cut_when_frozen, host, stop)) for host in HOSTS)
+        cut_run = playbook("13-power-cut-in-dpkg", ROLE, extra={"fault_role": "nvidia_driver"}, host_vars=branches)
+        stop.set()
+        cut = dict((host, cuts[host].result()) for host in HOSTS)
+    left = {}
+    for host in HOSTS:
+        if not cut[host]:
+            continue
+        boot(host)
+        left[host] = {
+            "seen": out(host, "cat /var/lib/gpufleet-test-power-cut"),
+            "audit": out(host, "dpkg --audit").strip(),
+            "install": sh(host, "LC_ALL=C apt-get install -y -q nvidia-smi 2>&1", check=False),
+        }
+    run = playbook("13-after-the-power-cut", ROLE,
+                   extra={"fault_role": "nvidia_driver", "nvidia_driver_reboot_policy": "if_needed"},
+                   host_vars=branches)
+    again = playbook("13-again", ROLE, extra={"fault_role": "nvidia_driver"}, host_vars=branches)
+    for host in HOSTS:
+        sh(host, "rm -f /var/lib/gpufleet-test-power-cut /usr/local/sbin/gpufleet-test-power-cut-watch", check=False)
+    return {"cut_run": cut_run, "cut": cut, "left": left, "run": run, "again": again}
+
+
+def check_power_cut(result, host, expected):
+    assert result["cut"][host], ("dpkg was never frozen at %s" % CUT_AT[host], result["cut_run"])
+    left = result["left"][host]
+    assert re.search(r" %s (nvidia|libnvidia|libcuda)" % CUT_AT[host], left["seen"]), (host, left["seen"])
+    # What the cut left: dpkg's audit names unfinished packages, and apt refuses to install.
+    assert left["audit"], host
+    assert left["install"].returncode != 0 and "dpkg --configure -a" in left["install"].stdout, (host, left["install"])
+    run = result["run"]
+    # Per host: the other host's case is judged on its own.
+    assert run.recap.get(host, {}).get("failed") == 0 and run.recap[host]["unreachable"] == 0, run
+    assert run.ran_for(host, r"nvidia_driver : Finish the package work an interrupted dpkg left"), (host, run)
+    assert re.search(r"finish_package_work: dpkg --configure -a", run.text), run
+    assert (driver_version(host), loaded_driver(host)) == (expected, expected), (host, run)
+    assert out(host, "dpkg --audit").strip() == "", host
+    assert set(DRIVER_HELD) <= set(out(host, "apt-mark showhold").split()), host
+    for unit in DRIVER_ROLE_SERVICES[host]:
+        assert active(host, unit) == "active", (host, unit)
+    assert problems(host) == [], host
+    again = result["again"]
+    assert again.recap.get(host, {}).get("failed") == 0 and again.changed(host) == 0, again
+
+
+def test_13a_power_lost_while_dpkg_unpacks_is_finished_by_the_next_run(power_cut):
+    # apt refuses to install after the restart ("dpkg was interrupted"); the
+    # next run finishes dpkg's work first, says so, and converges.
+    check_power_cut(power_cut, HGX, "580.95.05")
+
+
+def test_13b_power_lost_while_dpkg_configures_is_finished_by_the_next_run(power_cut):
+    check_power_cut(power_cut, L40S, "570.195.03")
+
+
+# --- 14. a reboot that never comes back -------------------------------------------
+
+def restart_policy(host, policy=None):
+    if policy is not None:
+        subprocess.run(["docker", "update", "--restart", policy, host], check=True, timeout=60,
+                       stdout=subprocess.DEVNULL)
+    return subprocess.check_output(["docker", "inspect", "-f", "{{.HostConfig.RestartPolicy.Name}}", host],
+                                   universal_newlines=True, timeout=60).strip()
+
+
+def test_14_reboot_that_never_comes_back_fails_with_what_to_do():
+    # HGX, at 580.95.05 since case 13, moves to 570 with reboots allowed. The
+    # container's restart policy is taken away first, so its reboot stops it
+    # for good: a host stuck in POST. The role waits nvidia_driver_reboot_timeout
+    # and fails saying so; once the host is started again, the next run
+    # finds the new driver loaded and changes nothing but what it must.
+    host = HGX
+    inputs = {"fault_role": "nvidia_driver", "nvidia_driver_branch": "570", "nvidia_driver_reboot_policy": "if_needed"}
+    policy = restart_policy(host)
+    restart_policy(host, "no")
+    try:
+        run = playbook("14a-reboot-never-returns", ROLE, limit=host, extra=dict(inputs, nvidia_driver_reboot_timeout=45))
+    finally:
+        restart_policy(host, policy)
+    assert run.rc != 0, run
+    failed = run.failed(host)
+    assert failed and failed[-1][0].endswith("Say the host did not come back from the reboot"), (failed, str(run))
+    for words in ("did not come back within 45 s (nvidia_driver_reboot_timeout)", "installed and held",
+                  "console", "run the role again"):
+        assert words in failed[-1][1], (words, failed[-1][1])
+    assert subprocess.check_output(["docker", "inspect", "-f", "{{.State.Running}}", host],
+                                   universal_newlines=True).strip() == "false"
+
+    boot(host)
+    again = playbook("14b-after-the-host-is-back", ROLE, limit=host, extra=inputs)
+    assert again.ok([host]), again
+    assert (driver_version(host), loaded_driver(host)) == ("570.195.03", "570.195.03"), again
+    assert not again.ran_for(host, r"Reboot to load the new driver"), again
+    for unit in DRIVER_ROLE_SERVICES[host]:
+        assert active(host, unit) == "active", (host, unit)
+    assert problems(host) == [], host
+
+
+# --- 15. a new kernel without the NVIDIA module -----------------------------------
+
+def findings_with(node, code):
+    """Every finding with code in a health report's JSON, wherever it sits."""
+    found = []
+    if isinstance(node, dict):
+        if node.get("code") == code:
+            found.append(node)
+        for value in node.values():
+            found.extend(findings_with(value, code))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(findings_with(value, code))
+    return found
+
+
+def test_15_new_kernel_without_the_module_refuses_the_reboot_and_is_a_finding():
+    # HGX. A kernel upgrade (a package the repositories of this host do not
+    # carry headers for) put a newer kernel in /boot, which the bootloader
+    # starts next: the kernel image, its initramfs and its modules directory,
+    # with depmod's index listing no NVIDIA module. The kernel is simulated
+    # (the container has none of its own); DKMS and the role's checks are not.
+    host = HGX
+    # The running kernel (the test machine's; its modules.dep lists the
+    # simulated DKMS module) gets its image in /boot, as on a real host, and
+    # the new kernel is the next minor release, so the bootloader's default.
+    running = out(host, "uname -r").strip()
+    major, minor = (int(part) for part in re.match(r"([0-9]+)\.([0-9]+)", running).groups())
+    new_kernel = "%d.%d.0-99-amd64" % (major, minor + 1)
+    sh(host, "mkdir -p /lib/modules/{k}/kernel && : > /lib/modules/{k}/modules.dep && "
+             "printf 'simulated kernel image\\n' > /boot/vmlinuz-{k} && printf 'initramfs\\n' > /boot/initrd.img-{k} && "
+             "printf 'simulated kernel image\\n' > /boot/vmlinuz-{r}".format(k=new_kernel, r=running))
+    restarts = int(subprocess.check_output(["docker", "inspect", "-f", "{{.RestartCount}}", host],
+                                           universal_newlines=True))
+    try:
+        before = snapshot(host)
+        run = playbook("15a-new-kernel-without-module", ROLE, limit=host,
+                       extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570",
+                              "nvidia_driver_reboot_policy": "if_needed"})
+        assert run.rc != 0, run
+        failed = run.failed(host)
+        assert failed and failed[-1][0].endswith("Check every kernel has the NVIDIA module"), (failed, str(run))
+        for words in ("for kernel(s) %s" % new_kernel, "the node would boot %s, the default of the bootloader" % new_kernel,
+                      "without an NVIDIA driver", "No reboot is done or allowed",
+                      "or in the repositories for linux-headers-%s" % new_kernel, "nvidia_driver_hold_kernel"):
+            assert words in failed[-1][1], (words, failed[-1][1])
+        assert int(subprocess.check_output(["docker", "inspect", "-f", "{{.RestartCount}}", host],
+                                           universal_newlines=True)) == restarts, "the host was rebooted"
+        after = snapshot(host)
+        assert same_except(before, after) == [], same_except(before, after)
+
+        report_dir = os.path.join(WORK, "15b-health-report")
+        health = os.path.join(os.path.dirname(os.path.dirname(SCENARIO_DIR)), "playbooks", "health.yml")
+        checked = playbook("15b-health", health, limit=host, extra={"health_report_dir": report_dir})
+        with open(os.path.join(report_dir, "gpu-health.json")) as handle:
+            report = json.load(handle)
+        found = findings_with(report, "kernel_without_nvidia_module")
+        assert found and all(f.get("severity") == "critical" for f in found), (found, str(checked))
+        assert new_kernel in json.dumps(found), found
+    finally:
+        sh(host, "rm -rf /lib/modules/{k} /boot/vmlinuz-{k} /boot/initrd.img-{k} /boot/vmlinuz-{r}".format(
+            k=new_kernel, r=running))
+    # The kernel gone (removed, as the message offers), the role passes the check again.
+    passed = playbook("15c-kernel-removed", ROLE, limit=host,
+                      extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570"})
+    assert passed.ok([host]) and passed.changed(host) == 0, passed
+    assert problems(host) == [], host
+
+
+# --- 16. the controller dies in the middle of a driver change -----------------------
+
+CHANGE_RECORD = "/var/lib/gpufleet/nvidia-driver-change.json"
+
+
+def package_manager_idle(host):
+    return sh(host, "pgrep -x apt-get || pgrep -x dpkg || pgrep -x apt-mark", check=False).returncode != 0
+
+
+def test_16_controller_killed_mid_change_the_next_run_restores_services_and_holds():
+    # L40S, at 570.195.03 since case 13. A change to 580 is killed (SIGKILL
+    # of the whole controller, as a cancelled AWX job or a dead controller
+    # VM) once it has stopped the GPU services and while it releases the
+    # holds. The operator then runs the role again at the branch the node
+    # has: the change is abandoned, and that run starts what the dead one
+    # stopped and holds the driver packages again.
+    host = L40S
+    killed = playbook("16a-change-killed", ROLE, limit=host,
+                      extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "580"},
+                      kill=(task("Release the holds on the installed driver packages for the driver change"),
+                            signal.SIGKILL, 0))
+    assert killed.killed, killed
+    assert wait_for(lambda: package_manager_idle(host), timeout=120)
+    assert driver_version(host) == "570.195.03"
+    record = json.loads(out(host, "cat %s" % CHANGE_RECORD))
+    assert record["from"] == "570.195.03" and record["to"].startswith("580."), record
+    assert sorted(record["stopped"]) == sorted(unit + ".service" for unit in GPU_SERVICES[host]), record
+    for unit in GPU_SERVICES[host]:
+        assert active(host, unit) != "active", (host, unit)
+
+    resumed = playbook("16b-next-run", ROLE, limit=host,
+                       extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570"})
+    assert resumed.ok([host]), resumed
+    assert re.search(r"resume_interrupted_change: the change to 580\.\S+ started \S+ did not finish", resumed.text), resumed
+    for unit in GPU_SERVICES[host]:
+        assert active(host, unit) == "active", (host, unit)
+    assert set(DRIVER_HELD) <= set(out(host, "apt-mark showhold").split()), host
+    assert sh(host, "test -e %s" % CHANGE_RECORD, check=False).returncode != 0, "the record outlived the run"
+    assert driver_version(host) == "570.195.03" and loaded_driver(host) == "570.195.03"
+    assert problems(host) == [], host
+    again = playbook("16c-again", ROLE, limit=host, extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570"})
+    assert again.ok([host]) and again.changed(host) == 0, again

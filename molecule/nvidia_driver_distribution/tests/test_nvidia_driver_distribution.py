@@ -1,4 +1,5 @@
 """nvidia_driver_source: distribution with Debian's real packages, read on the converged hosts."""
+import json
 import re
 
 import pytest
@@ -88,3 +89,106 @@ def test_the_kernel_hold_covers_the_metapackages_that_bring_new_kernels(host):
         assert kernel_packages <= held, kernel_packages - held
     else:
         assert not kernel_packages & held, kernel_packages & held
+
+
+# A local repository that offers what a mirror would after the converge: a
+# newer driver of the branch and newer kernel metapackages (test doubles,
+# never meant to be installed), and a control package that unattended-upgrades
+# must upgrade, which shows that it runs and takes that repository.
+UPDATES = "/srv/gpufleet-test/updates"
+UPDATES_SOURCE = "/etc/apt/sources.list.d/gpufleet-test-updates.sources"
+UU_CONFIG = "/etc/apt/apt.conf.d/52gpufleet-test-unattended-upgrades"
+CONTROL = "gpufleet-test-control"
+BUILD_REPOSITORY = r'''
+import glob, hashlib, json, os, subprocess, sys, tempfile, time
+root, offers = sys.argv[1], json.loads(sys.argv[2])
+os.makedirs(root, exist_ok=True)
+for name, version, depends in offers:
+    work = tempfile.mkdtemp()
+    os.makedirs(work + "/DEBIAN")
+    with open(work + "/DEBIAN/control", "w") as handle:
+        handle.write("Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: gpufleet tests <tests@gpufleet.invalid>\n"
+                     "%sDescription: gpufleet.nvidia test double offered as an update\n"
+                     % (name, version, ("Depends: %s\n" % depends) if depends else ""))
+    subprocess.run(["dpkg-deb", "-Zgzip", "--build", work, "%s/%s_%s_all.deb" % (root, name, version.replace(":", "%3a"))],
+                   check=True, stdout=subprocess.DEVNULL)
+entries = []
+for deb in sorted(glob.glob(root + "/*.deb")):
+    data = open(deb, "rb").read()
+    fields = subprocess.check_output(["dpkg-deb", "-f", deb]).decode().rstrip("\n")
+    entries.append("%s\nFilename: ./%s\nSize: %d\nSHA256: %s\n" % (fields, os.path.basename(deb), len(data),
+                                                                   hashlib.sha256(data).hexdigest()))
+packages = "\n".join(entries).encode()
+open(root + "/Packages", "wb").write(packages)
+open(root + "/Release", "w").write(
+    "Origin: gpufleet-test-updates\nLabel: gpufleet test updates\nDate: %s\nSHA256:\n %s %d Packages\n"
+    % (time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime()), hashlib.sha256(packages).hexdigest(), len(packages)))
+'''
+
+
+def _newer_upstream(version):
+    """535.247.01-1~deb12u1 -> 535.248.01-1: the next release of the branch, as a mirror would offer it."""
+    upstream = re.sub(r"-[^-]*$", "", version.split(":")[-1])
+    major, minor = upstream.split(".")[:2]
+    return "%s.%d.01-1" % (major, int(minor) + 1)
+
+
+def test_unattended_upgrades_take_the_repository_but_not_the_driver_or_a_held_kernel(host, branch):
+    """Debian's real unattended-upgrades, allowed everything a repository offers (a newer driver of the branch,
+    newer kernel metapackages): it upgrades the control package, and leaves the driver at its pinned release and,
+    with nvidia_driver_hold_kernel, the kernel metapackages at theirs."""
+    hold_kernel = bool(host.ansible.get_variables().get("nvidia_driver_hold_kernel"))
+    driver = _version(host, "nvidia-kernel-dkms")
+    offers = [[CONTROL, "1", ""], [CONTROL, "2", ""], ["nvidia-kernel-dkms", _newer_upstream(driver), ""]]
+    kernel_metas = ["linux-image-cloud-amd64", "linux-headers-cloud-amd64"] if hold_kernel else []
+    before = dict((name, _version(host, name)) for name in ["nvidia-kernel-dkms"] + PACKAGES + kernel_metas)
+    for name in kernel_metas:
+        depends = host.check_output("dpkg-query -W -f='${Depends}' %s" % name)
+        offers.append([name, before[name] + "+gpufleet1", depends])
+    try:
+        host.run_expect([0], "python3 -c %s %s %s" % (_quote(BUILD_REPOSITORY), UPDATES, _quote(json.dumps(offers))))
+        host.run_expect([0], "printf 'Types: deb\\nURIs: file:%s\\nSuites: /\\nTrusted: yes\\n' > %s" % (UPDATES, UPDATES_SOURCE))
+        host.run_expect([0], "printf '#clear Unattended-Upgrade::Origins-Pattern;\\n#clear Unattended-Upgrade::Allowed-Origins;\\n"
+                             "Unattended-Upgrade::Origins-Pattern { \"origin=gpufleet-test-updates\"; };\\n' > %s" % UU_CONFIG)
+        host.run_expect([0], "apt-get update -qq -o Dir::Etc::SourceList=%s -o Dir::Etc::SourceParts=- "
+                             "-o APT::Get::List-Cleanup=0" % UPDATES_SOURCE)
+        host.run_expect([0], "apt-get install -y -q %s=1" % CONTROL)
+        offered = host.check_output("LC_ALL=C apt-cache madison nvidia-kernel-dkms %s" % " ".join(kernel_metas))
+        for name, version, _depends in offers[2:]:
+            assert version in offered, (name, version, offered)
+
+        dry = host.run("unattended-upgrade --dry-run -d 2>&1")
+        assert dry.rc == 0, dry.stdout[-3000:]
+        allowed = re.search(r"(?m)^Allowed origins are: (.*)$", dry.stdout)
+        assert allowed and allowed.group(1).strip() == "origin=gpufleet-test-updates", _uu_summary(dry.stdout)
+        wanted = _uu_candidates(dry.stdout)
+        assert CONTROL in wanted, _uu_summary(dry.stdout)
+        assert not [name for name in wanted if re.match(r"(lib)?nvidia-|libcuda|linux-", name)], wanted
+
+        real = host.run("unattended-upgrade -d 2>&1")
+        assert real.rc == 0, _uu_summary(real.stdout)
+        assert _version(host, CONTROL) == "2"
+        after = dict((name, _version(host, name)) for name in before)
+        assert after == before, (before, after)
+        assert set(before) <= set(host.check_output("apt-mark showhold").split())
+        assert host.run("dpkg --audit").stdout.strip() == ""
+    finally:
+        host.run("apt-get purge -y -q %s; rm -rf %s %s %s /var/lib/apt/lists/_srv_gpufleet-test_updates_*"
+                 % (CONTROL, UPDATES, UPDATES_SOURCE, UU_CONFIG))
+
+
+def _uu_candidates(text):
+    """The packages unattended-upgrade -d lists as "pkgs that look like they should be upgraded", one a line."""
+    found = re.search(r"(?m)^pkgs that look like they should be upgraded: (\S*)\n((?:\S+\n)*)", text)
+    return ([found.group(1)] + found.group(2).split()) if found and found.group(1) else []
+
+
+def _uu_summary(text):
+    """What unattended-upgrade -d decided, without its pinning chatter: the lines a failure is read by."""
+    keep = re.compile(r"Allowed origins|blacklist|Checking|adjusting|look like|will be upgraded|left to upgrade|"
+                      r"kept|held|InstCount|upgrade result|[Ee]rror")
+    return "\n".join(line for line in text.splitlines() if keep.search(line))[-4000:]
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\"'\"'") + "'"

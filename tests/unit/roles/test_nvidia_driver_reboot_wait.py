@@ -34,10 +34,13 @@ def _test_command():
 def _reboot_task():
     with open(os.path.join(ROLE, 'tasks', 'reboot_required.yml')) as handle:
         tasks = yaml.safe_load(handle)
-    for task in tasks:
-        for inner in task.get('block', []):
-            if 'ansible.builtin.reboot' in inner:
-                return inner['ansible.builtin.reboot']
+    # The reboot sits in nested blocks (its own has the rescue for a host that does not come back).
+    pending = list(tasks)
+    while pending:
+        task = pending.pop(0)
+        if 'ansible.builtin.reboot' in task:
+            return task['ansible.builtin.reboot']
+        pending.extend(task.get('block', []))
     raise AssertionError('no reboot task')
 
 

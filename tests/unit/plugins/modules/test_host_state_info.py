@@ -59,3 +59,45 @@ def test_filesystems_read_the_nearest_existing_parent(tmp_path):
     missing = host_state_info._filesystem(str(tmp_path / 'not' / 'there'))
     assert existing['path'] == str(tmp_path) and missing['path'] == str(tmp_path)
     assert 0 <= existing['free_mib'] <= existing['size_mib'] and existing['available_mib'] <= existing['free_mib']
+
+
+STATUS = """Package: nvidia-kernel-dkms
+Status: install ok half-configured
+Version: 535.247.01-1~deb12u1
+
+Package: libcuda1
+Status: install ok unpacked
+Version: 535.247.01-1~deb12u1
+
+Package: nvidia-smi
+Status: install ok installed
+Version: 535.247.01-1~deb12u1
+
+Package: old-config
+Status: deinstall ok config-files
+Version: 1.0
+
+Package: nvidia-driver
+Status: install reinstreq half-installed
+Version: 535.247.01-1~deb12u1
+"""
+
+
+def test_package_work_reads_dpkgs_journal_and_unfinished_states(tmp_path):
+    (tmp_path / 'updates').mkdir()
+    (tmp_path / 'status').write_text(STATUS)
+    assert host_state_info._dpkg_work(str(tmp_path)) == {
+        'interrupted': False,
+        'unfinished': {'nvidia-kernel-dkms': 'half-configured', 'libcuda1': 'unpacked',
+                       'nvidia-driver': 'half-installed'}}
+    # dpkg's journal entries are numbered files; its "tmp.i" scratch file is not one.
+    (tmp_path / 'updates' / 'tmp.i').write_text('')
+    assert host_state_info._dpkg_work(str(tmp_path))['interrupted'] is False
+    (tmp_path / 'updates' / '0003').write_text('Package: libcuda1\n')
+    assert host_state_info._dpkg_work(str(tmp_path))['interrupted'] is True
+
+
+def test_package_work_of_a_clean_or_missing_database(tmp_path):
+    assert host_state_info._dpkg_work(str(tmp_path)) == {'interrupted': False, 'unfinished': {}}
+    (tmp_path / 'status').write_text("Package: a\nStatus: install ok installed\nVersion: 1\n")
+    assert host_state_info._dpkg_work(str(tmp_path)) == {'interrupted': False, 'unfinished': {}}
