@@ -35,8 +35,9 @@ what it left) for the next:
      reads the repository with it, the driver packages stay;
  13. power lost inside dpkg, in the middle of unpacking (HGX) and of
      configuring (L40S) the driver packages: apt refuses to install after the
-     restart; the next run finishes dpkg's work (dpkg --configure -a), says
-     so, and converges; dpkg --audit is clean;
+     restart; the next run finishes dpkg's work (dpkg --configure -a, then
+     apt-get --fix-broken install), says so, and converges; dpkg --audit is
+     clean;
  14. a reboot that never comes back (the container stays down): the role
      fails after nvidia_driver_reboot_timeout saying what to look at; once
      the host is back, the next run finds the new driver loaded;
@@ -60,6 +61,8 @@ import threading
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+import unattended_upgrades  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from faults import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
     CONVERGE, HGX, HOSTS, L40S, ROLE, SCENARIO_DIR, WORK, Mirror, SigningKey, active, main_pid, out, playbook, problems,
     put, resigned, sh, snapshot, wait_for)
@@ -535,12 +538,6 @@ def package_version(host, name):
     return sh(host, "dpkg-query -W -f='${Version}' %s" % name, check=False).stdout.strip()
 
 
-def uu_candidates(text):
-    """The packages unattended-upgrade -d lists as "pkgs that look like they should be upgraded", one a line."""
-    found = re.search(r"(?m)^pkgs that look like they should be upgraded: (\S*)\n((?:\S+\n)*)", text)
-    return ([found.group(1)] + found.group(2).split()) if found and found.group(1) else []
-
-
 def test_10_unattended_upgrades_keep_the_driver_at_its_pin():
     # HGX, at 580 since case 6. The driver moves to 570.172.08 while the
     # repository offers 570.195.03 and the 580s; unattended-upgrades (Debian's
@@ -570,7 +567,7 @@ def test_10_unattended_upgrades_keep_the_driver_at_its_pin():
     assert allowed and allowed.group(1).strip() == "site=127.0.0.1", dry.stdout[-3000:]
     blacklist = re.search(r"(?m)^Initial blacklist: (.*)$", dry.stdout)
     assert blacklist and {"nvidia-", "libnvidia-", "libcuda1"} <= set(blacklist.group(1).split()), dry.stdout[-3000:]
-    assert uu_candidates(dry.stdout) == [name], dry.stdout[-3000:]
+    assert unattended_upgrades.candidates(dry.stdout) == [name], unattended_upgrades.summary(dry.stdout)
     assert package_version(host, name) == older
 
     real = sh(host, "unattended-upgrade -d 2>&1", check=False, timeout=600)

@@ -1,8 +1,13 @@
 """nvidia_driver_source: distribution with Debian's real packages, read on the converged hosts."""
 import json
+import os
 import re
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+import unattended_upgrades  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 SOURCE = "/etc/apt/sources.list.d/gpufleet-debian-nonfree.sources"
 PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
@@ -160,13 +165,13 @@ def test_unattended_upgrades_take_the_repository_but_not_the_driver_or_a_held_ke
         dry = host.run("unattended-upgrade --dry-run -d 2>&1")
         assert dry.rc == 0, dry.stdout[-3000:]
         allowed = re.search(r"(?m)^Allowed origins are: (.*)$", dry.stdout)
-        assert allowed and allowed.group(1).strip() == "origin=gpufleet-test-updates", _uu_summary(dry.stdout)
-        wanted = _uu_candidates(dry.stdout)
-        assert CONTROL in wanted, _uu_summary(dry.stdout)
+        assert allowed and allowed.group(1).strip() == "origin=gpufleet-test-updates", unattended_upgrades.summary(dry.stdout)
+        wanted = unattended_upgrades.candidates(dry.stdout)
+        assert CONTROL in wanted, unattended_upgrades.summary(dry.stdout)
         assert not [name for name in wanted if re.match(r"(lib)?nvidia-|libcuda|linux-", name)], wanted
 
         real = host.run("unattended-upgrade -d 2>&1")
-        assert real.rc == 0, _uu_summary(real.stdout)
+        assert real.rc == 0, unattended_upgrades.summary(real.stdout)
         assert _version(host, CONTROL) == "2"
         after = dict((name, _version(host, name)) for name in before)
         assert after == before, (before, after)
@@ -175,19 +180,6 @@ def test_unattended_upgrades_take_the_repository_but_not_the_driver_or_a_held_ke
     finally:
         host.run("apt-get purge -y -q %s; rm -rf %s %s %s /var/lib/apt/lists/_srv_gpufleet-test_updates_*"
                  % (CONTROL, UPDATES, UPDATES_SOURCE, UU_CONFIG))
-
-
-def _uu_candidates(text):
-    """The packages unattended-upgrade -d lists as "pkgs that look like they should be upgraded", one a line."""
-    found = re.search(r"(?m)^pkgs that look like they should be upgraded: (\S*)\n((?:\S+\n)*)", text)
-    return ([found.group(1)] + found.group(2).split()) if found and found.group(1) else []
-
-
-def _uu_summary(text):
-    """What unattended-upgrade -d decided, without its pinning chatter: the lines a failure is read by."""
-    keep = re.compile(r"Allowed origins|blacklist|Checking|adjusting|look like|will be upgraded|left to upgrade|"
-                      r"kept|held|InstCount|upgrade result|[Ee]rror")
-    return "\n".join(line for line in text.splitlines() if keep.search(line))[-4000:]
 
 
 def _quote(text):
