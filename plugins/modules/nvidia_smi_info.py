@@ -586,7 +586,7 @@ failure:
       type: str
       sample: driver_not_loaded
     hint:
-      description: What the operator can do about it.
+      description: What the operator can do about it, after C(GPU <pci_bus_id>:) when the failure names a GPU.
       type: str
     pci_bus_id:
       description:
@@ -686,10 +686,12 @@ class NvidiaSmiInfo(object):
 
     def _fail(self, failure, args, rc, stdout, stderr):
         cmd = format_command(['nvidia-smi'] + args)
+        # Roles quote the hint: on a node of eight GPUs it must say which one.
+        hint = ('GPU %s: %s' % (failure.pci_bus_id, failure.hint)) if failure.pci_bus_id else failure.hint
         if self.module.params['fail_on_error']:
-            self.module.fail_json(msg=failure.hint, reason=failure.reason, pci_bus_id=failure.pci_bus_id, cmd=cmd,
+            self.module.fail_json(msg=hint, reason=failure.reason, pci_bus_id=failure.pci_bus_id, cmd=cmd,
                                   rc=rc, stdout=_truncate(stdout), stderr=_truncate(stderr))
-        self.failure = dict(reason=failure.reason, hint=failure.hint, pci_bus_id=failure.pci_bus_id, cmd=cmd, rc=rc)
+        self.failure = dict(reason=failure.reason, hint=hint, pci_bus_id=failure.pci_bus_id, cmd=cmd, rc=rc)
         raise GatherFailed()
 
     def _call(self, args, parser, timed=False):

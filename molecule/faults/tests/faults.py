@@ -93,6 +93,7 @@ class Run(object):
     def __init__(self, name, log, rc, text, elapsed, killed, timed_out):
         self.name, self.log, self.rc, self.text = name, log, rc, text
         self.elapsed, self.killed, self.timed_out = elapsed, killed, timed_out
+        self.injected = False
         self.recap = {}
         self.failures = []
         task = None
@@ -173,13 +174,15 @@ def environment():
     return env
 
 
-def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, timeout=1500):
+def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, at=None, timeout=1500):
     """Run ansible-playbook and return its Run.
 
     kill: (task pattern, signal, delay): when a task whose banner matches
     starts, wait delay seconds, then send the signal to the whole process
-    group, as a Ctrl-C (SIGINT) or a killed job (SIGKILL) would. timeout
-    bounds the run: a run still going after it is killed and marked timed out.
+    group, as a Ctrl-C (SIGINT) or a killed job (SIGKILL) would. at: (task
+    pattern, function): call the function (a fault injected into a host)
+    once, when the first task whose banner matches starts. timeout bounds
+    the run: a run still going after it is killed and marked timed out.
     """
     os.makedirs(WORK, exist_ok=True)
     argv = [PLAYBOOK_BIN, "-i", INVENTORY]
@@ -194,7 +197,7 @@ def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, time
     started = time.time()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                             env=environment(), cwd=PROJECT_DIR, start_new_session=True)
-    state = {"killed": False, "timed_out": False, "hung_after_interrupt": False}
+    state = {"killed": False, "timed_out": False, "hung_after_interrupt": False, "injected": False}
 
     def watchdog():
         if proc.poll() is None:
@@ -226,6 +229,12 @@ def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, time
                 handle.write(line)
                 handle.flush()
                 lines.append(line)
+                if at and not state["injected"]:
+                    banner = _BANNER.match(line.rstrip("\n"))
+                    if banner and re.search(at[0], banner.group(2)):
+                        state["injected"] = True
+                        at[1]()
+                        handle.write("#### faults: fault injected at this task\n")
                 if kill and not state["killed"]:
                     banner = _BANNER.match(line.rstrip("\n"))
                     if banner and re.search(kill[0], banner.group(2)):
@@ -247,7 +256,9 @@ def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, time
         timer.cancel()
         if grace is not None:
             grace.cancel()
-    return Run(name, log, rc, "".join(lines), time.time() - started, state["killed"], state["timed_out"])
+    run = Run(name, log, rc, "".join(lines), time.time() - started, state["killed"], state["timed_out"])
+    run.injected = state["injected"]
+    return run
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -46,7 +46,13 @@ what it left) for the next:
      node would boot; health reports kernel_without_nvidia_module, critical;
  16. the controller killed in the middle of a driver change, after the GPU
      services stopped: the change's record on the node lets the next run
-     start them again and hold the driver packages.
+     start them again and hold the driver packages;
+ 17. the kernel-module package's postinst failing after every package was
+     unpacked: the rescue puts the packages installed before back in one apt
+     run and names it, with the script's error; nothing else changed;
+ 18. a GPU falling off the bus (Xid 79, NVML "GPU is lost") while site.yml
+     converges: the node stops at the first read that sees it, naming the GPU
+     and what to do; health reports the Xid and the lost GPU as critical.
 """
 import concurrent.futures
 import datetime
@@ -926,3 +932,125 @@ def test_16_controller_killed_mid_change_the_next_run_restores_services_and_hold
     assert problems(host) == [], host
     again = playbook("16c-again", ROLE, limit=host, extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570"})
     assert again.ok([host]) and again.changed(host) == 0, again
+
+
+# --- 17. a maintainer script fails after the packages were unpacked ------------------
+
+def test_17_failing_dkms_postinst_after_the_unpack_is_rolled_back():
+    # L40S, at 570.195.03 since case 16, moves to 580. Every package of 580
+    # unpacks; then the kernel-module package's postinst fails in its DKMS
+    # step (the simulated package's DKMS imitation cannot create the module's
+    # tree, which a file of the same name blocks: a real dpkg maintainer
+    # script failing with exit status 1, as a module that does not build for
+    # the kernel makes Debian's DKMS postinst fail). dpkg leaves the module
+    # package half-configured and the packages that depend on it unpacked.
+    # The role's rescue puts the packages installed before back in one apt
+    # run, says which command it ran, and the node is as it was.
+    host = L40S
+    tree = "/var/lib/dkms/nvidia/580.95.05"
+    before = snapshot(host)
+    log_lines = int(out(host, "wc -l < /var/log/dpkg.log").strip())
+    sh(host, "rm -rf %s && mkdir -p $(dirname %s) && echo 'test fault: blocks the DKMS tree' > %s" % (tree, tree, tree))
+    try:
+        run = playbook("17a-postinst-fails", ROLE, limit=host,
+                       extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "580"})
+    finally:
+        sh(host, "test -d %s || rm -f %s" % (tree, tree))
+    assert run.rc != 0, run
+    failed = run.failed(host)
+    assert failed and failed[-1][0].endswith("Say what state the node is in"), (failed, str(run))
+    message = failed[-1][1]
+    for words in ("dpkg: nvidia-kernel-open-dkms: installed nvidia-kernel-open-dkms package post-installation script "
+                  "subprocess returned error exit status 1", "File exists",
+                  "packages rolled back with apt-get", "--allow-downgrades install",
+                  "nvidia-kernel-open-dkms=570.195.03-1", "apt pin at 570.195.03", "holds restored on",
+                  "State now: driver packages at 570.195.03 (unchanged)", "The GPUs keep working on the driver they had"):
+        assert words in message, (words, message)
+    # The fault came after the unpack: dpkg had 580 in place and was configuring it.
+    dpkg_log = out(host, "tail -n +%d /var/log/dpkg.log" % (log_lines + 1))
+    assert re.search(r" status half-configured nvidia-kernel-open-dkms:amd64 580\.95\.05-1$", dpkg_log, re.M), dpkg_log
+    assert re.search(r" status unpacked nvidia-driver:amd64 580\.95\.05-1$", dpkg_log, re.M), dpkg_log
+    after = snapshot(host)
+    assert same_except(before, after) == [], same_except(before, after)
+    for unit in GPU_SERVICES[host]:
+        assert after["services"][unit]["active"] == "active", (unit, after["services"])
+    assert (driver_version(host), loaded_driver(host)) == ("570.195.03", "570.195.03")
+    assert problems(host) == [], host
+    again = playbook("17b-again", ROLE, limit=host, extra={"fault_role": "nvidia_driver", "nvidia_driver_branch": "570"})
+    assert again.ok([host]) and again.changed(host) == 0, again
+
+
+# --- 18. a GPU falls off the bus during the converge ------------------------------------
+
+KERN_LOG = "/run/gpufleet-test/kern.log"
+
+
+def nvml_device_error(host, index, error):
+    """Make NVML fail to open a simulated GPU with error (None: open it again), keeping the rest of its state."""
+    script = ("import json, os\n"
+              "path = '/var/lib/nvidia-sim/state.json'\n"
+              "state = json.load(open(path)) if os.path.exists(path) else {}\n"
+              "gpu = state.setdefault('gpus', {}).setdefault('%d', {})\n"
+              "gpu.pop('nvml_device_error', None)\n"
+              "gpu.update({'nvml_device_error': %r} if %r else {})\n"
+              "open(path + '.new', 'w').write(json.dumps(state, indent=1, sort_keys=True) + '\\n')\n"
+              "os.replace(path + '.new', path)\n" % (index, error, error))
+    sh(host, "python3 -", stdin=script)
+
+
+def test_18_gpu_fallen_off_the_bus_during_the_converge_stops_the_node_and_is_a_finding():
+    # HGX. site.yml runs; when the persistence role starts (the driver role
+    # done), GPU 3 falls off the bus: NVML cannot open it ("GPU is lost",
+    # nvidia-smi exits 15) and the driver logs Xid 79. The GPU is simulated;
+    # the roles' reads and what they do about it are not. The run must stop
+    # for the node at the first read that sees it, naming the GPU and what to
+    # do, with nothing changed after it; health.yml reports the Xid and the
+    # lost GPU as critical. Once the GPU is back (the node rebooted), site.yml
+    # converges.
+    host = HGX
+    bus = out(host, "nvidia-smi -i 3 --query-gpu=pci.bus_id --format=csv,noheader").strip()
+    seen = {}
+
+    def fall_off_the_bus():
+        seen["snapshot"] = snapshot(host)
+        nvml_device_error(host, 3, "GPU is lost")
+        short = bus[-12:-2].lower()
+        put(host, KERN_LOG, "[ 4711.000001] NVRM: Xid (PCI:%s): 79, pid=0, name=, GPU has fallen off the bus.\n"
+                            "[ 4711.000012] NVRM: GPU %s: GPU has fallen off the bus.\n" % (short, short))
+
+    try:
+        run = playbook("18a-gpu-lost-during-converge", CONVERGE, limit=host,
+                       at=(r"^gpufleet\.nvidia\.persistence_mode : Inputs$", fall_off_the_bus))
+        assert run.injected, run
+        assert run.rc != 0, run
+        failed = run.failed(host)
+        assert failed and failed[-1][0].startswith("gpufleet.nvidia.persistence_mode"), (failed, str(run))
+        message = failed[-1][1]
+        for words in ("fallen off the bus", "Drain the node", "Xid 79", "reboot"):
+            assert words in message, (words, message)
+        assert ("gpu %s:" % bus.lower()[-12:]) in message.lower(), message
+        # Nothing ran for the node after the read that failed.
+        later = [t for t in run.tasks()[run.tasks().index(failed[-1][0]) + 1:] if not t.startswith("gpufleet.nvidia.persistence_mode")]
+        assert not any(run.ran_for(host, re.escape(t)) for t in later), later
+        after = snapshot(host)
+        assert same_except(seen["snapshot"], after) == [], same_except(seen["snapshot"], after)
+
+        report_dir = os.path.join(WORK, "18b-health-report")
+        health = os.path.join(os.path.dirname(os.path.dirname(SCENARIO_DIR)), "playbooks", "health.yml")
+        checked = playbook("18b-health", health, limit=host,
+                           extra={"health_report_dir": report_dir, "health_kernel_log_source": "file",
+                                  "health_kernel_log_path": KERN_LOG})
+        with open(os.path.join(report_dir, "gpu-health.json")) as handle:
+            report = json.load(handle)
+        for code in ("xid_79", "nvidia_smi_gpu_lost"):
+            found = findings_with(report, code)
+            assert found and all(f.get("severity") == "critical" for f in found), (code, found, str(checked))
+    finally:
+        # The node rebooted with the GPU back: NVML opens it, the new boot's kernel log is empty.
+        nvml_device_error(host, 3, None)
+        sh(host, "rm -f %s" % KERN_LOG)
+    converged = playbook("18c-gpu-back", CONVERGE, limit=host)
+    assert converged.ok([host]), converged
+    for unit in GPU_SERVICES[host]:
+        assert active(host, unit) == "active", (host, unit)
+    assert problems(host) == [], host
