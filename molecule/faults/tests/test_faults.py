@@ -52,7 +52,10 @@ what it left) for the next:
      run and names it, with the script's error; nothing else changed;
  18. a GPU falling off the bus (Xid 79, NVML "GPU is lost") while site.yml
      converges: the node stops at the first read that sees it, naming the GPU
-     and what to do; health reports the Xid and the lost GPU as critical.
+     and what to do; health reports the Xid and the lost GPU as critical;
+ 19. a node lost (unreachable) in the middle of a rolling upgrade: the run
+     stops before the next batch; the node stays drained; the next run,
+     killed mid-change, leaves it drained; the one after finishes it.
 """
 import concurrent.futures
 import datetime
@@ -1030,7 +1033,8 @@ def test_18_gpu_fallen_off_the_bus_during_the_converge_stops_the_node_and_is_a_f
             assert words in message, (words, message)
         assert ("gpu %s:" % bus.lower()[-12:]) in message.lower(), message
         # Nothing ran for the node after the read that failed.
-        later = [t for t in run.tasks()[run.tasks().index(failed[-1][0]) + 1:] if not t.startswith("gpufleet.nvidia.persistence_mode")]
+        tasks = run.tasks()
+        later = [t for t in tasks[tasks.index(failed[-1][0]) + 1:] if not t.startswith("gpufleet.nvidia.persistence_mode")]
         assert not any(run.ran_for(host, re.escape(t)) for t in later), later
         after = snapshot(host)
         assert same_except(seen["snapshot"], after) == [], same_except(seen["snapshot"], after)
@@ -1054,3 +1058,68 @@ def test_18_gpu_fallen_off_the_bus_during_the_converge_stops_the_node_and_is_a_f
     for unit in GPU_SERVICES[host]:
         assert active(host, unit) == "active", (host, unit)
     assert problems(host) == [], host
+
+
+# --- 19. a node lost in the middle of a rolling upgrade, then the controller killed -------
+
+UPGRADE = os.path.join(os.path.dirname(os.path.dirname(SCENARIO_DIR)), "playbooks", "driver_upgrade.yml")
+DRAIN_RECORD = "/var/lib/gpufleet/drained"
+
+
+def test_19_node_lost_mid_rolling_upgrade_stops_the_run_then_the_next_runs_finish_it():
+    # The rolling upgrade to 580 in batches of two, sorted: the HGX and the
+    # L40S, then a third node (the L40S's container under a second inventory
+    # name: a later batch, which no run may reach). Once the HGX is drained
+    # and its driver step starts, its container is killed: from the
+    # controller a crashed node and a network partition are both
+    # "unreachable", and Ansible takes such a node out of the play without
+    # failing it, so the batch ends with the L40S upgraded. The run must stop
+    # before the next batch. The HGX, back, stays drained by its record; the
+    # next run, killed (SIGKILL of the controller, as a cancelled AWX job)
+    # after it stopped the HGX's GPU services, leaves it drained with the
+    # change recorded; the run after that finishes the change and undrains it.
+    later = L40S + "-again"
+    inputs = {"nvidia_driver_branch": "580", "gpufleet_upgrade_serial": "2", "gpufleet_upgrade_order": "sorted"}
+    lost = playbook("19a-upgrade-node-lost", UPGRADE, extra=inputs, host_vars={later: {"ansible_host": L40S}},
+                    at=(r"^Record the step the node is at \(installing the driver\)$",
+                        lambda: subprocess.run(["docker", "kill", HGX], check=True, timeout=60,
+                                               stdout=subprocess.DEVNULL)))
+    try:
+        assert lost.injected and lost.rc != 0, lost
+        assert lost.recap.get(HGX, {}).get("unreachable", 0) >= 1, lost
+        # The batch's other node finished its upgrade: 580 loaded, undrained.
+        assert lost.ran_for(L40S, r"^Record the step the node is at \(done\)$"), lost
+        assert (driver_version(L40S), loaded_driver(L40S)) == ("580.95.05", "580.95.05")
+        assert sh(L40S, "test -e %s" % DRAIN_RECORD, check=False).returncode != 0
+        # The next batch was stopped before it touched a node.
+        failed = lost.failed(later)
+        assert failed and failed[-1][0].startswith("Stop before this batch when a node of an earlier batch was lost"), \
+            (failed, str(lost))
+        for words in ('%s stopped answering during "installing the driver"' % HGX, "It stays drained",
+                      DRAIN_RECORD, "run this playbook again"):
+            assert words in failed[-1][1], (words, failed[-1][1])
+        assert not lost.ran_for(later, r"^Read the driver in use and the drain record$"), lost
+    finally:
+        boot(HGX)
+    record = json.loads(out(HGX, "cat %s" % DRAIN_RECORD))
+    assert record["reason"].endswith("NVIDIA driver upgrade to branch 580"), record
+    assert driver_version(HGX) == "570.195.03"
+
+    killed = playbook("19b-upgrade-controller-killed", UPGRADE, extra=inputs, limit=HGX,
+                      kill=(task("Release the holds on the installed driver packages for the driver change"),
+                            signal.SIGKILL, 0))
+    assert killed.killed, killed
+    assert wait_for(lambda: package_manager_idle(HGX), timeout=120)
+    assert json.loads(out(HGX, "cat %s" % DRAIN_RECORD))["reason"] == record["reason"]
+    change = json.loads(out(HGX, "cat %s" % CHANGE_RECORD))
+    assert change["to"].startswith("580."), change
+
+    finished = playbook("19c-upgrade-again", UPGRADE, extra=inputs, limit=HGX)
+    assert finished.ok([HGX]), finished
+    assert (driver_version(HGX), loaded_driver(HGX)) == ("580.95.05", "580.95.05")
+    for path in (DRAIN_RECORD, CHANGE_RECORD):
+        assert sh(HGX, "test -e %s" % path, check=False).returncode != 0, path
+    for unit in GPU_SERVICES[HGX]:
+        assert active(HGX, unit) == "active", (HGX, unit)
+    assert set(DRIVER_HELD) <= set(out(HGX, "apt-mark showhold").split())
+    assert problems(HGX) == [], HGX

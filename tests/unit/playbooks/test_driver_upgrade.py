@@ -88,9 +88,41 @@ def test_steps_in_order_and_the_rescue_records_the_failure():
     assert health['block'][0]['ansible.builtin.include_role']['name'] == 'gpufleet.nvidia.health'
     assert 'gpu_health.healthy' in health['block'][1]['ansible.builtin.assert']['that']
     rescue = block['rescue']
-    assert rescue[0]['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'record'}
-    assert 'ansible_failed_task.name' in rescue[0]['vars']['drain_reason']
-    assert 'ansible.builtin.fail' in rescue[1]
+    assert rescue[0]['ansible.builtin.set_fact'] == {'__gpufleet_upgrade_step': 'failed'}
+    assert rescue[1]['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'record'}
+    assert 'ansible_failed_task.name' in rescue[1]['vars']['drain_reason']
+    assert 'ansible.builtin.fail' in rescue[2]
+
+
+def test_a_node_lost_in_an_earlier_batch_stops_the_run_before_this_batch_connects():
+    # Ansible takes an unreachable node out of the play without failing it;
+    # the first task of every batch, before the facts are gathered, stops the
+    # run when a node of an earlier batch stopped answering mid-upgrade
+    # (molecule/faults case 19 runs it).
+    play = _load(UPGRADE)[1]
+    assert play['gather_facts'] is False
+    guard, setup = play['tasks'][:2]
+    assert guard['name'].startswith('Stop before this batch when a node of an earlier batch was lost')
+    assert 'ansible.builtin.fail' in guard and guard['when'] == '__gpufleet_upgrade_lost | length > 0'
+    lost = guard['vars']['__gpufleet_upgrade_lost']
+    for words in ('ansible_play_hosts_all', 'difference(ansible_play_hosts)', '__gpufleet_upgrade_step',
+                  '__gpufleet_upgrade_ended'):
+        assert words in lost, words
+    assert setup['ansible.builtin.setup'] == {'gather_subset': ['min']}
+    # Every step of the upgrade is announced before it runs, and each way an
+    # upgrade ends is one of the values that end it.
+    block = [t for t in play['tasks'] if 'block' in t and 'rescue' in t][0]
+    steps = [t for t in block['block'] if 'ansible.builtin.set_fact' in t
+             and '__gpufleet_upgrade_step' in t['ansible.builtin.set_fact']]
+    following = [block['block'][block['block'].index(t) + 1]['name'] for t in steps[:-1]]
+    assert following == ['Drain the node', 'Wait until no job and no GPU compute process runs', 'Install the driver',
+                         'Reboot per policy and check the new driver is loaded', 'Check Fabric Manager with the new driver',
+                         "Verify the node's health", 'Undrain the node']
+    waiting = [t for t in block['block'] if t.get('name') == 'Leave a node that waits for its reboot drained'][0]
+    ends = [steps[-1]['ansible.builtin.set_fact']['__gpufleet_upgrade_step'],
+            block['rescue'][0]['ansible.builtin.set_fact']['__gpufleet_upgrade_step']] + [
+        t['ansible.builtin.set_fact']['__gpufleet_upgrade_step'] for t in waiting['block'] if 'ansible.builtin.set_fact' in t]
+    assert sorted(ends) == sorted(play['vars']['__gpufleet_upgrade_ended']), ends
 
 
 def test_the_package_step_has_a_rescue_that_puts_the_node_back():
@@ -106,6 +138,14 @@ def test_the_package_step_has_a_rescue_that_puts_the_node_back():
     rescue = [t for t in apt if t.get('name') == 'Install the driver packages' and 'block' in t][0]['rescue']
     pin = [t for t in rescue if t['name'] == 'Put the pin of the driver installed before back'][0]
     assert pin['vars'] == {'__nvidia_driver_pin_version': '{{ __nvidia_driver_version_before }}'}
+    # A maintainer script that failed after the unpack (molecule/faults case 17): the packages
+    # installed before go back, in one apt run, before the holds and the services.
+    names = _names(rescue)
+    rollback = names.index('Put the driver packages installed before back (apt-get install --allow-downgrades)')
+    assert names.index('Read the packages the failed step left') < rollback
+    assert rollback < names.index('Hold the driver packages that were held before')
+    argv = rescue[rollback]['vars']['__nvidia_driver_rollback_argv']
+    assert "'--allow-downgrades', 'install'] + __nvidia_driver_specs_before" in argv
 
 
 @pytest.mark.parametrize('change_needed, version, state', [
