@@ -174,15 +174,15 @@ def environment():
     return env
 
 
-def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, at=None, timeout=1500):
+def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, timeout=1500, at=None):
     """Run ansible-playbook and return its Run.
 
     kill: (task pattern, signal, delay): when a task whose banner matches
     starts, wait delay seconds, then send the signal to the whole process
-    group, as a Ctrl-C (SIGINT) or a killed job (SIGKILL) would. at: (task
-    pattern, function): call the function (a fault injected into a host)
-    once, when the first task whose banner matches starts. timeout bounds
-    the run: a run still going after it is killed and marked timed out.
+    group, as a Ctrl-C (SIGINT) or a killed job (SIGKILL) would. timeout
+    bounds the run: a run still going after it is killed and marked timed
+    out. at: (task pattern, function): call the function (a fault injected
+    into a host) once, when the first task whose banner matches starts.
     """
     os.makedirs(WORK, exist_ok=True)
     argv = [PLAYBOOK_BIN, "-i", INVENTORY]
