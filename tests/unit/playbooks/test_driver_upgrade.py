@@ -88,9 +88,10 @@ def test_steps_in_order_and_the_rescue_records_the_failure():
     assert health['block'][0]['ansible.builtin.include_role']['name'] == 'gpufleet.nvidia.health'
     assert 'gpu_health.healthy' in health['block'][1]['ansible.builtin.assert']['that']
     rescue = block['rescue']
-    assert rescue[0]['ansible.builtin.set_fact'] == {'__gpufleet_upgrade_step': 'failed'}
-    assert rescue[1]['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'record'}
-    assert 'ansible_failed_task.name' in rescue[1]['vars']['drain_reason']
+    assert rescue[0]['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'record'}
+    assert 'ansible_failed_task.name' in rescue[0]['vars']['drain_reason']
+    # The upgrade counts as ended only once the failure is recorded on the node.
+    assert rescue[1]['ansible.builtin.set_fact'] == {'__gpufleet_upgrade_step': 'failed'}
     assert 'ansible.builtin.fail' in rescue[2]
 
 
@@ -120,7 +121,7 @@ def test_a_node_lost_in_an_earlier_batch_stops_the_run_before_this_batch_connect
                          "Verify the node's health", 'Undrain the node']
     waiting = [t for t in block['block'] if t.get('name') == 'Leave a node that waits for its reboot drained'][0]
     ends = [steps[-1]['ansible.builtin.set_fact']['__gpufleet_upgrade_step'],
-            block['rescue'][0]['ansible.builtin.set_fact']['__gpufleet_upgrade_step']] + [
+            block['rescue'][1]['ansible.builtin.set_fact']['__gpufleet_upgrade_step']] + [
         t['ansible.builtin.set_fact']['__gpufleet_upgrade_step'] for t in waiting['block'] if 'ansible.builtin.set_fact' in t]
     assert sorted(ends) == sorted(play['vars']['__gpufleet_upgrade_ended']), ends
 
