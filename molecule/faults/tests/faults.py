@@ -181,8 +181,9 @@ def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, time
     starts, wait delay seconds, then send the signal to the whole process
     group, as a Ctrl-C (SIGINT) or a killed job (SIGKILL) would. timeout
     bounds the run: a run still going after it is killed and marked timed
-    out. at: (task pattern, function): call the function (a fault injected
-    into a host) once, when the first task whose banner matches starts.
+    out. at: (task pattern, function): when the first task whose banner
+    matches starts, stop the run (SIGSTOP), call the function (a fault
+    injected into a host), then let the run go on (SIGCONT).
     """
     os.makedirs(WORK, exist_ok=True)
     argv = [PLAYBOOK_BIN, "-i", INVENTORY]
@@ -232,8 +233,15 @@ def playbook(name, path, extra=None, host_vars=None, limit=None, kill=None, time
                 if at and not state["injected"]:
                     banner = _BANNER.match(line.rstrip("\n"))
                     if banner and re.search(at[0], banner.group(2)):
+                        # The run is frozen while the fault goes in: the
+                        # task after the banner must see it, however long
+                        # the injection takes.
                         state["injected"] = True
-                        at[1]()
+                        os.killpg(proc.pid, signal.SIGSTOP)
+                        try:
+                            at[1]()
+                        finally:
+                            os.killpg(proc.pid, signal.SIGCONT)
                         handle.write("#### faults: fault injected at this task\n")
                 if kill and not state["killed"]:
                     banner = _BANNER.match(line.rstrip("\n"))

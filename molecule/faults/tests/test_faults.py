@@ -71,6 +71,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+import gpu_faults  # noqa: E402  pylint: disable=wrong-import-position,import-error
 import unattended_upgrades  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from faults import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
     CONVERGE, HGX, HOSTS, L40S, ROLE, SCENARIO_DIR, WORK, Mirror, SigningKey, active, main_pid, out, playbook, problems,
@@ -990,15 +991,7 @@ KERN_LOG = "/run/gpufleet-test/kern.log"
 
 def nvml_device_error(host, index, error):
     """Make NVML fail to open a simulated GPU with error (None: open it again), keeping the rest of its state."""
-    script = ("import json, os\n"
-              "path = '/var/lib/nvidia-sim/state.json'\n"
-              "state = json.load(open(path)) if os.path.exists(path) else {}\n"
-              "gpu = state.setdefault('gpus', {}).setdefault('%d', {})\n"
-              "gpu.pop('nvml_device_error', None)\n"
-              "gpu.update({'nvml_device_error': %r} if %r else {})\n"
-              "open(path + '.new', 'w').write(json.dumps(state, indent=1, sort_keys=True) + '\\n')\n"
-              "os.replace(path + '.new', path)\n" % (index, error, error))
-    sh(host, "python3 -", stdin=script)
+    sh(host, "python3 -", stdin=gpu_faults.nvml_device_error_script(index, error))
 
 
 def test_18_gpu_fallen_off_the_bus_during_the_converge_stops_the_node_and_is_a_finding():
@@ -1017,9 +1010,7 @@ def test_18_gpu_fallen_off_the_bus_during_the_converge_stops_the_node_and_is_a_f
     def fall_off_the_bus():
         seen["snapshot"] = snapshot(host)
         nvml_device_error(host, 3, "GPU is lost")
-        short = bus[-12:-2].lower()
-        put(host, KERN_LOG, "[ 4711.000001] NVRM: Xid (PCI:%s): 79, pid=0, name=, GPU has fallen off the bus.\n"
-                            "[ 4711.000012] NVRM: GPU %s: GPU has fallen off the bus.\n" % (short, short))
+        put(host, KERN_LOG, gpu_faults.xid79(bus, uptime="4711.000001"))
 
     try:
         run = playbook("18a-gpu-lost-during-converge", CONVERGE, limit=host,

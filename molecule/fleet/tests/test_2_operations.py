@@ -29,6 +29,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
+import gpu_faults  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from fleet import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
     GPU_NODES, driver, out, package_version, put, record, restarts, run, sh, slurm_node)
 
@@ -53,17 +55,9 @@ def job(name, playbook, extravars=None):
     return run(os.path.join(WORK, name), INVENTORY, playbook, name, extravars)
 
 
-def gpu_bus(node, index=0):
-    bus = out(node, "nvidia-smi -i %d --query-gpu=pci.bus_id --format=csv,noheader" % index).strip()
-    # 00000000:18:00.0 -> 0000:18:00, as the driver prints it in Xid messages.
-    return bus[-12:-2]
-
-
 def xid79(node, index=0):
     """Xid 79 on a GPU, as the driver logs it."""
-    bus = gpu_bus(node, index)
-    return ("[  812.345678] NVRM: Xid (PCI:%s): 79, pid=0, name=, GPU has fallen off the bus.\n"
-            "[  812.345690] NVRM: GPU %s: GPU has fallen off the bus.\n" % (bus, bus))
+    return gpu_faults.xid79(out(node, "nvidia-smi -i %d --query-gpu=pci.bus_id --format=csv,noheader" % index))
 
 
 def health_report(directory):

@@ -146,7 +146,10 @@ def test_the_package_step_has_a_rescue_that_puts_the_node_back():
     assert names.index('Read the packages the failed step left') < rollback
     assert rollback < names.index('Hold the driver packages that were held before')
     argv = rescue[rollback]['vars']['__nvidia_driver_rollback_argv']
-    assert "'--allow-downgrades', 'install'] + __nvidia_driver_specs_before" in argv
+    assert "__nvidia_driver_apt_get_argv + ['install'] + __nvidia_driver_specs_before" in argv
+    variables = _load(os.path.join(ROOT, 'roles', 'nvidia_driver', 'vars', 'main.yml'))
+    assert variables['__nvidia_driver_apt_get_argv'][0] == 'apt-get'
+    assert variables['__nvidia_driver_apt_get_argv'][-1] == '--allow-downgrades'
 
 
 @pytest.mark.parametrize('change_needed, version, state', [
