@@ -43,7 +43,17 @@ ECC_COUNTERS = {'*': (int, bool)}
 ECC_ERRORS = dict(dict.fromkeys(('volatile_corrected', 'volatile_uncorrected', 'aggregate_corrected',
                                  'aggregate_uncorrected'), int), volatile=ECC_COUNTERS, aggregate=ECC_COUNTERS)
 RETIRED_PAGES = {'single_bit_ecc': int, 'double_bit_ecc': int, 'pending': bool}
-REMAPPED_ROWS = {'correctable': int, 'uncorrectable': int, 'pending': bool, 'failure': bool}
+# bank_availability: the remap availability histogram, banks per bucket of spare rows left.
+REMAPPED_ROWS = {'correctable': int, 'uncorrectable': int, 'pending': bool, 'failure': bool,
+                 'bank_availability': dict.fromkeys(('max', 'high', 'partial', 'low', 'none'), int)}
+# Time each clock event reason was active since the driver loaded, in microseconds (R535+).
+CLOCK_EVENT_US = dict.fromkeys(('sw_power_cap', 'sync_boost', 'sw_thermal_slowdown', 'hw_thermal_slowdown',
+                                'hw_power_brake_slowdown'), int)
+# NVLink fabric registration and health (NVSwitch and multi-node NVLink systems); the
+# health words stay text as the driver prints them.
+FABRIC = dict.fromkeys(('state', 'status', 'clique_id', 'cluster_uuid', 'health_summary', 'health_bandwidth',
+                        'route_recovery_in_progress', 'route_unhealthy', 'access_timeout_recovery',
+                        'incorrect_configuration'), str)
 MIG_DEVICE = dict.fromkeys(('index', 'gpu_instance_id', 'compute_instance_id', 'memory_total_mib', 'memory_used_mib',
                             'multiprocessor_count', 'copy_engine_count', 'encoder_count', 'decoder_count',
                             'volatile_uncorrectable_sram'), int)
@@ -70,7 +80,8 @@ GPU_RECORD.update(
     temperature=TEMPERATURE, power=POWER, clocks=CLOCKS, clocks_max=CLOCKS, clocks_applications=APPLICATION_CLOCKS,
     clocks_default_applications=APPLICATION_CLOCKS, supported_clocks=[SUPPORTED_CLOCK], throttle_reasons={'*': bool},
     throttle_reasons_active=[str], pcie=PCIE, ecc_errors=ECC_ERRORS, retired_pages=RETIRED_PAGES,
-    remapped_rows=REMAPPED_ROWS, mig_devices=[MIG_DEVICE], processes=[PROCESS])
+    remapped_rows=REMAPPED_ROWS, mig_devices=[MIG_DEVICE], processes=[PROCESS], clock_event_us=CLOCK_EVENT_US,
+    fabric=FABRIC)
 
 # ---------------------------------------------------------------- converters
 

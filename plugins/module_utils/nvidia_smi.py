@@ -161,6 +161,39 @@ def _remapped_rows(gpu):
         'uncorrectable': _int(node, 'remapped_row_unc'),
         'pending': _bool(node, 'remapped_row_pending'),
         'failure': _bool(node, 'remapped_row_failure'),
+        'bank_availability': dict((bucket, _int(node, 'row_remapper_histogram/row_remapper_histogram_' + bucket))
+                                  for bucket in ('max', 'high', 'partial', 'low', 'none')),
+    }
+
+
+# Counter tags of <clocks_event_reasons_counters> (R535+) and their record keys.
+_CLOCK_EVENT_COUNTERS = (('sw_power_cap', 'sw_power_cap'), ('sync_boost', 'sync_boost'),
+                         ('sw_therm_slowdown', 'sw_thermal_slowdown'), ('hw_therm_slowdown', 'hw_thermal_slowdown'),
+                         ('hw_power_brake', 'hw_power_brake_slowdown'))
+
+
+def _clock_event_us(gpu):
+    node = gpu.find('clocks_event_reasons_counters')
+    if node is None:
+        return None
+    return dict((key, _int(node, 'clocks_event_reasons_counters_' + tag)) for tag, key in _CLOCK_EVENT_COUNTERS)
+
+
+def _fabric(gpu):
+    node = gpu.find('fabric')
+    if node is None or not len(node):
+        return None
+    return {
+        'state': _text(node, 'state'),
+        'status': _text(node, 'status'),
+        'clique_id': _text(node, 'cliqueId'),
+        'cluster_uuid': _text(node, 'clusterUuid'),
+        'health_summary': _text(node, 'health/summary'),
+        'health_bandwidth': _text(node, 'health/bandwidth'),
+        'route_recovery_in_progress': _text(node, 'health/route_recovery_in_progress'),
+        'route_unhealthy': _text(node, 'health/route_unhealthy'),
+        'access_timeout_recovery': _text(node, 'health/access_timeout_recovery'),
+        'incorrect_configuration': _text(node, 'health/incorrect_configuration'),
     }
 
 
@@ -369,6 +402,8 @@ def _gpu(index, gpu):
         'remapped_rows': _remapped_rows(gpu),
         'mig_devices': _mig_devices(gpu),
         'processes': _processes(gpu),
+        'clock_event_us': _clock_event_us(gpu),
+        'fabric': _fabric(gpu),
     })
     return record
 
@@ -537,6 +572,24 @@ _NVLINK_NOTE = re.compile(r'nvlink', re.I)
 _NVLINK_UNKNOWN = re.compile(r'not supported|does not have', re.I)
 
 
+def _nvlink_gpu_header(gpus, line):
+    """Start a GPU of ``nvlink -s``/``-e`` output at its ``GPU n: name (UUID: ...)`` line; False for other lines."""
+    match = _NVLINK_GPU.match(line)
+    if match:
+        gpus.append({'index': int(match.group('index')), 'name': match.group('name'),
+                     'uuid': match.group('uuid'), 'links': [], 'note': None, 'links_known': True})
+    return bool(match)
+
+
+def _nvlink_note(gpus, line):
+    """What nvidia-smi prints under a GPU instead of links; False for other lines."""
+    if not gpus:
+        return False
+    gpus[-1]['note'] = line.strip()
+    gpus[-1]['links_known'] = not _NVLINK_UNKNOWN.search(line)
+    return True
+
+
 def parse_nvlink_status(text):
     """Parse ``nvidia-smi nvlink -s``: per GPU, each link's state and speed.
 
@@ -551,10 +604,7 @@ def parse_nvlink_status(text):
     for line in (text or '').splitlines():
         if not line.strip():
             continue
-        match = _NVLINK_GPU.match(line)
-        if match:
-            gpus.append({'index': int(match.group('index')), 'name': match.group('name'),
-                         'uuid': match.group('uuid'), 'links': [], 'note': None, 'links_known': True})
+        if _nvlink_gpu_header(gpus, line):
             continue
         match = _NVLINK_LINK.match(line)
         if match and gpus:
@@ -566,9 +616,56 @@ def parse_nvlink_status(text):
                 'speed_gbps': float(speed.group(1)) if speed else None,
             })
             continue
-        if gpus and (line[:1].isspace() or _NVLINK_NOTE.search(line)):
-            gpus[-1]['note'] = line.strip()
-            gpus[-1]['links_known'] = not _NVLINK_UNKNOWN.search(line)
+        if (line[:1].isspace() or _NVLINK_NOTE.search(line)) and _nvlink_note(gpus, line):
             continue
         raise ValueError('unexpected line in nvidia-smi nvlink -s output: %r' % line)
+    return gpus
+
+
+# ------------------------------------------------------------- nvlink -e
+
+_NVLINK_COUNTER = re.compile(r'^\s+Link\s+(?P<link>\d+):\s*(?P<counter>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>.+?)\s*$')
+
+
+def _counter_key(name):
+    # "Replay Errors" -> replay, "CRC Errors" -> crc, "CRC Flit Errors" -> crc_flit
+    words = name.strip().lower().split()
+    if words and words[-1] == 'errors':
+        words = words[:-1]
+    return '_'.join(words)
+
+
+def parse_nvlink_errors(text):
+    """Parse ``nvidia-smi nvlink -e``: per GPU, each link's error counters.
+
+    Real output (R535, A100) prints, under each ``GPU n: name (UUID: ...)``
+    line, ``Link 0: Replay Errors: 0``, ``Link 0: Recovery Errors: 0`` and
+    ``Link 0: CRC Errors: 0`` per link. Returns ``[{"index", "name", "uuid",
+    "links": [{"link", "counters": {"replay": n, "recovery": n, "crc": n}}],
+    "note", "links_known"}]``: counters keyed by their name without
+    "Errors", ``None`` where nvidia-smi prints no value. A GPU whose links
+    nvidia-smi cannot read has a ``note`` and no links, as with ``-s``.
+    """
+    gpus = []
+    for line in (text or '').splitlines():
+        if not line.strip():
+            continue
+        if _nvlink_gpu_header(gpus, line):
+            continue
+        match = _NVLINK_COUNTER.match(line)
+        if match and gpus:
+            link = int(match.group('link'))
+            entries = [entry for entry in gpus[-1]['links'] if entry['link'] == link]
+            if not entries:
+                entries = [{'link': link, 'counters': {}}]
+                gpus[-1]['links'].append(entries[0])
+            value = match.group('value')
+            number = to_number(value)
+            if number is None and normalize_value(value) is not None:
+                raise ValueError('unexpected NVLink counter value %r in line %r' % (value, line))
+            entries[0]['counters'][_counter_key(match.group('counter'))] = number
+            continue
+        if _NVLINK_NOTE.search(line) and _nvlink_note(gpus, line):
+            continue
+        raise ValueError('unexpected line in nvidia-smi nvlink -e output: %r' % line)
     return gpus

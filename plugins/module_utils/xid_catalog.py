@@ -168,6 +168,12 @@ _RECOVERY_ACTIONS = (
 )
 
 
+def recovery_target(message):
+    """The recovery action an Xid 154 line names ("Drain and Reset"), or ``None``."""
+    match = _RECOVERY_ACTION_RE.search(message or '')
+    return match.group(1).strip() if match else None
+
+
 def xid_info(code, message=None):
     """Return ``XidInfo`` for an Xid code; ``message`` refines codes whose log text carries the action."""
     entry = _CATALOG.get(code)

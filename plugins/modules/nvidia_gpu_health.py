@@ -13,21 +13,38 @@ short_description: Evaluate the health of the NVIDIA GPUs of a host, read-only
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
-  - Reads the GPUs with one C(nvidia-smi -q -x), the NVLink state with C(nvidia-smi nvlink -s) where NVLink can
-    exist, and the kernel log of the current boot, and returns findings, each with a stable O(ignore:code), a
-    severity, the GPU it concerns, the evidence and the advice an operator follows.
+  - Reads the GPUs with one C(nvidia-smi -q -x), the NVLink state and error counters with C(nvidia-smi nvlink -s)
+    and C(nvidia-smi nvlink -e) where NVLink can exist, and the kernel log of the current boot, and returns
+    findings, each with a stable O(ignore:code), a severity, the action an operator takes (a rung of the ladder
+    V(none), V(watch), V(drain), V(reset), V(reboot), V(rma)), the source of that judgement, the GPU it concerns, the
+    evidence and the advice.
+  - Codes, severities, actions, thresholds and their sources come from the collection's health catalog
+    (C(plugins/module_utils/health_catalog.py), documented in the health role's README), with per-GPU-model
+    thresholds (H100, H200, B200, GB200, A100, L40S, L4, ...). O(thresholds) and O(check_overrides) change them for
+    a site; an unknown name is refused.
+  - With O(state_path), the module remembers between runs what it judged there - the counters that mean something
+    only as growth (PCIe replays, HW slowdown time, NVLink errors) and the kernel log events it reported - so an Xid
+    is raised once and again only when it recurs.
   - "Checks: Xid errors in the kernel log, with NVIDIA's meaning and the usual action (drain for Xid 48, 64, 74, 79,
     95, 119, 120; reset for 61, 62 and other codes NVIDIA marks C(RESET_GPU); reset when convenient for 63 and 94;
     trend for 92; application errors, not node faults, for 13, 31, 43, 45, 68); NVSwitch SXid errors; a GPU that fell
     off the bus; uncorrectable ECC errors; pending retired pages and remapped rows and remapping failures; the
     driver's recovery action and reset flags; temperature against the GPU's own slowdown threshold; active HW
-    slowdown, HW thermal slowdown, HW power brake and SW thermal slowdown; PCIe link width or (under load)
-    generation below the maximum; NVLinks down; fewer GPUs than expected; persistence mode off; and C(nvidia-smi)
-    itself failing (driver not loaded, version mismatch, GPU lost, ...), hanging or being slow."
+    slowdown, HW thermal slowdown, HW power brake and SW thermal slowdown (with how long they were active); PCIe link
+    width or (under load) generation below the maximum; NVLinks down against the model's link count; fewer GPUs
+    than expected; persistence mode off; and C(nvidia-smi) itself failing (driver not loaded, version mismatch, GPU
+    lost, ...), hanging or being slow."
+  - "Also: SRAM and DRAM ECC errors apart, with correctable thresholds and the driver's SRAM threshold flag; row
+    remapping close to its limit (banks without a spare row, uncorrectable remaps) and retired pages at their limit;
+    HBM temperature against the memory's own limit; NVLink replay, recovery and CRC error counters; PCIe replays
+    and HW slowdown time growing between runs; NVLink fabric registration and health (GB200); and, with
+    O(node_idle), GPU processes or memory in use on a node without a job."
   - Never changes anything on the host. A broken driver is a finding, not a module failure, unless
     O(fail_when_unhealthy=true).
   - "Severities: V(critical) means take the node or GPU out of service now; V(warning) needs an operator but work may
     continue; V(info) is worth knowing and does not make the host unhealthy by default."
+  - Only O(state_path) is written, and not in check mode; the module reports no change for it, since nothing the
+    GPUs or services read changes.
 extends_documentation_fragment:
   - gpufleet.nvidia.nvidia_smi
   - gpufleet.nvidia.attributes
@@ -94,21 +111,58 @@ options:
       - Number of GPUs the host must have. Fewer is a V(critical) finding (O(ignore:code=gpu_count_low)).
       - When omitted, the GPU count is not checked.
     type: int
+  thresholds:
+    description:
+      - Thresholds of the health catalog for this host, by name (V(nvlink_crc_errors_max),
+        V(ecc_dram_correctable_max) ...). A value applies to every GPU model, or a mapping gives V(default) and
+        values per model key (V(H100), V(H200), V(B200), V(GB200), V(GH200), V(A100), V(L40S), V(L4)); V(null)
+        turns a threshold's check off.
+      - An unknown threshold or model, or a value that is not a number of the threshold's unit, fails the task with
+        its name. The individual options below (O(temperature_margin_c) ...) set the same thresholds for every model.
+    type: dict
+    default: {}
+    version_added: 0.3.0
+  check_overrides:
+    description:
+      - "Severity and/or action of finding codes for this host, for example C({persistence_mode_off: {severity:
+        info}}) or C({xid_13: {action: watch}}). Codes of a family (V(xid_<N>), V(sxid_<N>), V(nvidia_smi_<reason>)) are
+        accepted; an unknown code, severity or action fails the task with its name. Overridden findings carry
+        C(source=inventory)."
+    type: dict
+    default: {}
+    version_added: 0.3.0
+  state_path:
+    description:
+      - File where the module keeps what it needs from one run to the next (counters, kernel log events already
+        reported), read-write for root only. Omitted, every run stands alone - growth-based checks
+        (O(ignore:code=pcie_replays_growing), O(ignore:code=hw_slowdown_recent)) are off and every Xid in
+        O(xid_window) is reported every time.
+      - An Xid already reported by a previous run is left out of RV(findings) and listed in RV(already_reported)
+        until it recurs (a new last log line, or more occurrences).
+    type: path
+    version_added: 0.3.0
+  node_idle:
+    description:
+      - V(true) when the scheduler runs no job on the node (the caller asks Slurm or Kubernetes). A GPU with
+        processes, or more memory in use than the catalog's C(idle_gpu_memory_used_mib_max), is then a V(warning)
+        (O(ignore:code=gpu_busy_while_idle)). Omitted, the check is off.
+    type: bool
+    version_added: 0.3.0
   temperature_margin_c:
     description:
       - A GPU whose temperature is within this many degrees Celsius of its own slowdown threshold gets a V(warning);
         at or above the threshold it gets a V(critical) finding.
       - The threshold is the one the GPU reports (C(GPU Slowdown Temp)), or its T.Limit margins on GPUs that report
         only those. GPUs that report neither are not judged on temperature.
+      - Omitted, the catalog's C(temperature_margin_c) (5).
     type: int
-    default: 5
   max_smi_seconds:
     description:
       - An C(nvidia-smi -q -x) that takes longer than this many seconds is a V(warning) (O(ignore:code=nvidia_smi_slow)),
         which usually means persistence is off or a GPU struggles.
       - Keep it below O(timeout); a call that reaches O(timeout) is stopped and is a V(critical) finding instead.
+      - Omitted, the catalog's C(max_smi_seconds) (10).
     type: float
-    default: 10
   require_persistence:
     description:
       - Report GPUs with persistence mode off as a V(warning).
@@ -147,17 +201,19 @@ options:
     description:
       - GPU utilization, in percent, from which a PCIe link generation below the maximum counts as degraded.
       - GPUs in MIG mode report no utilization; their link generation is not judged.
+      - Omitted, the catalog's C(pcie_gen_min_utilization) (50).
     type: int
-    default: 50
   check_nvlink:
     description:
-      - Whether to read the NVLink state with C(nvidia-smi nvlink -s), one more C(nvidia-smi) process.
+      - Whether to read the NVLink state and error counters with C(nvidia-smi nvlink -s) and C(nvidia-smi nvlink -e),
+        two more C(nvidia-smi) processes (the counters only where a GPU lists links).
       - V(auto) reads it on hosts with two or more GPUs, because NVLink needs a peer and C(nvidia-smi -q -x) does not
         say whether a GPU has NVLink. V(always) also reads it on single-GPU hosts (for example GB200 compute trays);
         V(never) skips it.
-      - A GPU with fewer active links than O(nvlink_expected_active), or, when that is not set, than the best
-        connected GPU of the same model on the host, is a V(critical) finding (O(ignore:code=nvlink_down)). A host
-        whose GPUs report no active link at all is taken to use no NVLink.
+      - A GPU with fewer active links than O(nvlink_expected_active), else the catalog's count for its model (12 on
+        A100 SXM4, 18 on H100, H200, B200 and GB200), else the best connected GPU of the same model on the host, is a
+        V(critical) finding (O(ignore:code=nvlink_down)). A host whose GPUs of an unknown model report no active link
+        at all is taken to use no NVLink.
     type: str
     choices: [auto, always, never]
     default: auto
@@ -205,13 +261,15 @@ options:
     default: false
 notes:
   - "With O(gpu_info) the module runs no C(nvidia-smi -q -x): the GPUs are read once, by M(gpufleet.nvidia.nvidia_smi_info)."
-  - "Cost: one C(nvidia-smi -q -x) per run, plus one C(nvidia-smi nvlink -s) where NVLink is checked, plus one
+  - "Cost: one C(nvidia-smi -q -x) per run, plus C(nvidia-smi nvlink -s) and C(nvidia-smi nvlink -e) where NVLink
+    is checked, plus one
     C(journalctl) or C(dmesg). The XML report is slower than a C(--query-gpu) CSV query (hundreds of milliseconds
     instead of milliseconds on a GPU with persistence on), but it is the only single call that carries the slowdown
     thresholds, remapped rows, retired pages, throttle reasons, PCIe generation and width, and reset status
     together; the CSV route needs a second process for remapped rows and still lacks the thresholds."
   - Run with O(ignore:become=true) so that the kernel log and every GPU field can be read.
-  - Suitable for Slurm C(HealthCheckProgram) style checks when O(timeout) stays well below the scheduler's limit.
+  - Suitable for Slurm C(HealthCheckProgram) style checks when O(timeout) stays well below the scheduler's limit
+    (60 seconds in Slurm 22.05 to 25.11); the health role's node-local mode runs the same checks without Ansible.
 seealso:
   - module: gpufleet.nvidia.nvidia_smi_info
   - name: NVIDIA Xid catalogue
@@ -277,8 +335,10 @@ healthy:
   sample: false
 findings:
   description:
-    - What is wrong, most severe first. Every finding has O(ignore:code), O(ignore:severity), O(ignore:gpu),
-      O(ignore:evidence) and O(ignore:advice); some add details named after what they measure.
+    - What is wrong, most severe first. Every finding has O(ignore:code), O(ignore:severity), O(ignore:action),
+      O(ignore:source), O(ignore:gpu), O(ignore:evidence) and O(ignore:advice); a finding judged against a threshold
+      has O(ignore:threshold); some add details named after what they measure.
+    - The codes, with their severity, action and source, are the health catalog's (the health role's README).
     - "Codes: V(xid_<N>), V(sxid_<N>), V(gpu_fell_off_bus), V(ecc_uncorrectable_volatile), V(ecc_uncorrectable_history),
       V(remapped_rows_failure), V(remapped_rows_pending), V(retired_pages_pending), V(gpu_recovery_action),
       V(gpu_drain_and_reset_recommended), V(gpu_reset_required), V(temperature_at_slowdown),
@@ -301,6 +361,23 @@ findings:
       description: V(critical), V(warning) or V(info).
       type: str
       sample: critical
+    action:
+      description: What the finding calls for, cheapest first - V(none), V(watch), V(drain), V(reset), V(reboot) or V(rma).
+      type: str
+      sample: reboot
+    source:
+      description:
+        - Key of the reference the judgement comes from (the catalog's C(SOURCES), for example V(nvidia-xid),
+          V(nvidia-dcgm-health), V(azurehpc-health-checks), V(nvidia-smi), V(gpufleet)), or V(inventory) when
+          O(check_overrides) changed it.
+      type: str
+      sample: nvidia-xid
+    threshold:
+      description: The threshold the reading was judged against - C(name), C(value) and C(source) (V(inventory) for a
+        site's value, V(host) for the best-connected GPU of the host).
+      type: dict
+      returned: for findings judged against a threshold
+      sample: {"name": "nvlink_expected_active", "value": 18, "source": "nvidia-nvlink"}
     gpu:
       description:
         - The GPU concerned, with C(index), C(uuid) and C(pci_bus_id); C(null) for host-wide findings.
@@ -320,14 +397,28 @@ findings:
         hardware case.
     xid:
       description:
-        - Xid code, for C(xid_*) findings; they also carry C(xid_name), C(meaning), C(action) (V(drain), V(reset),
-          V(reset_when_convenient), V(trend), V(application) or V(investigate)), C(count), C(first_seen) and
-          C(last_seen).
+        - Xid code, for C(xid_*) findings; they also carry C(xid_name), C(meaning), C(xid_category) (V(drain),
+          V(reset), V(reset_when_convenient), V(trend), V(application) or V(investigate)), C(count), C(first_seen),
+          C(last_seen) and C(last_line).
         - C(first_seen) and C(last_seen) are the log's own time stamp text, or C(<seconds> s after boot) for raw
           C(dmesg) lines, or C(null).
       type: int
       returned: for Xid findings
       sample: 79
+already_reported:
+  description:
+    - Kernel log events (C(xid_*), C(sxid_*), C(gpu_fell_off_bus)) a previous run already reported and that have not
+      recurred since, with C(first_reported) (seconds since the epoch); only with O(state_path).
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+state:
+  description: The memory kept in O(state_path) - C(path), C(previous_run) (seconds since the epoch, or C(null)) and
+    C(written) (V(false) in check mode or without O(state_path)).
+  returned: always
+  type: dict
+  sample: {"path": "/var/lib/gpufleet/health-state.json", "previous_run": 1764930000.0, "written": true}
 summary:
   description: Number of findings per severity.
   returned: always
@@ -339,7 +430,8 @@ gpus:
       as RV(gpufleet.nvidia.nvidia_smi_info#module:gpus)); values the GPU does not report are C(null).
     - "Keys: C(index), C(uuid), C(pci_bus_id) (normalised, V(0000:01:00.0)), C(name), C(persistence_mode) (bool),
       C(temperature), C(utilization_gpu_percent), C(ecc_errors), C(retired_pages), C(remapped_rows),
-      C(throttle_reasons), C(pcie), C(reset_required), C(drain_and_reset_recommended) and C(recovery_action)."
+      C(throttle_reasons), C(pcie), C(reset_required), C(drain_and_reset_recommended), C(recovery_action),
+      C(clock_event_us), C(fabric), C(processes) and C(memory_used_mib)."
   returned: always
   type: list
   elements: dict
@@ -398,7 +490,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_expectations import expectation_findings
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import health_state
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import (
+    Catalog,
     evaluate,
     events_within,
     health_view,
@@ -412,6 +506,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kernels import ins
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
     classify_failure,
     parse_gpu_list,
+    parse_nvlink_errors,
     parse_nvlink_status,
     parse_xml,
 )
@@ -424,6 +519,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner 
 
 XML_ARGS = ['-q', '-x']
 NVLINK_ARGS = ['nvlink', '-s']
+NVLINK_ERROR_ARGS = ['nvlink', '-e']
 LIST_ARGS = ['-L']
 _GPU_INFO_HINT = ('gpu_info must be the registered result of gpufleet.nvidia.nvidia_smi_info with gather containing '
                   'gpus (and fail_on_error: false)')
@@ -491,22 +587,35 @@ def read_mig_profiles(module, gpus):
             for gpu in listed for mig in gpu['mig_devices']], 1
 
 
-def read_nvlink(module, gpu_count):
-    """Return (nvlink status list or None, nvlink_error or None, number of nvidia-smi calls)."""
-    mode = module.params['check_nvlink']
-    if mode == 'never' or (mode == 'auto' and gpu_count < 2):
-        return None, None, 0
-    # In auto mode a host may well have no NVLink; failing to read it then is only worth a note.
-    severity = 'warning' if mode == 'always' else 'info'
-    rc, stdout, stderr = run_nvidia_smi(module, NVLINK_ARGS)
+def _read_nvlink_output(module, args, parse, severity):
+    """(parsed or None, nvlink_error or None) of one nvidia-smi nvlink call."""
+    rc, stdout, stderr = run_nvidia_smi(module, args)
+    command = 'nvidia-smi %s' % ' '.join(args)
     if rc != 0:
         failure = classify_failure(rc, stdout, stderr)
-        return None, (severity, 'nvidia-smi nvlink -s failed with rc %s (%s): %s'
-                      % (rc, failure.reason, _first_line(stderr or stdout))), 1
+        return None, (severity, '%s failed with rc %s (%s): %s'
+                      % (command, rc, failure.reason, _first_line(stderr or stdout)))
     try:
-        return parse_nvlink_status(stdout), None, 1
+        return parse(stdout), None
     except ValueError as exc:
-        return None, (severity, 'nvidia-smi nvlink -s output not understood: %s' % exc), 1
+        return None, (severity, '%s output not understood: %s' % (command, exc))
+
+
+def read_nvlink(module, gpu_count):
+    """Return (nvlink status list or None, error counters or None, nvlink_error or None, number of calls)."""
+    mode = module.params['check_nvlink']
+    if mode == 'never' or (mode == 'auto' and gpu_count < 2):
+        return None, None, None, 0
+    # In auto mode a host may well have no NVLink; failing to read it then is only worth a note.
+    severity = 'warning' if mode == 'always' else 'info'
+    status, error = _read_nvlink_output(module, NVLINK_ARGS, parse_nvlink_status, severity)
+    if error:
+        return None, None, error, 1
+    # Error counters only where a GPU has a link to count on.
+    if not any(gpu['links'] for gpu in status):
+        return status, None, None, 1
+    counters, error = _read_nvlink_output(module, NVLINK_ERROR_ARGS, parse_nvlink_errors, severity)
+    return status, counters, error, 2
 
 
 def _uptime():
@@ -574,17 +683,45 @@ def read_kernel_log(module, window):
 
 
 def _check_params(module):
+    """(xid window in seconds or None, the catalog with the host's overrides)."""
     params = module.params
     for name in ('expected_gpu_count', 'temperature_margin_c', 'pcie_gen_min_utilization',
                  'nvlink_expected_active', 'ecc_aggregate_uncorrectable_max'):
         if params[name] is not None and params[name] < 0:
             module.fail_json(msg='%s must not be negative, got %s' % (name, params[name]))
-    if params['max_smi_seconds'] <= 0:
+    if params['max_smi_seconds'] is not None and params['max_smi_seconds'] <= 0:
         module.fail_json(msg='max_smi_seconds must be positive, got %s' % params['max_smi_seconds'])
     try:
-        return parse_duration(params['xid_window'])
+        window = parse_duration(params['xid_window'])
     except ValueError as exc:
         module.fail_json(msg='xid_window: %s' % exc)
+    try:
+        catalog = Catalog(thresholds=params['thresholds'], checks=params['check_overrides'])
+    except ValueError as exc:
+        module.fail_json(msg='The health catalog overrides are wrong: %s' % exc)
+    return window, catalog
+
+
+def _load_state(module):
+    path = module.params['state_path']
+    return health_state.load(path) if path else health_state.empty()
+
+
+def _save_state(module, state, previous, now, gpus, nvlink_errors, events):
+    """Write the next state; returns whether it was written."""
+    path = module.params['state_path']
+    if not path or module.check_mode:
+        return False
+    readings = health_state.readings(gpus, nvlink_errors, now)
+    # A run that could not read the GPUs keeps the last good readings to compare with.
+    if not gpus:
+        readings = previous or readings
+    try:
+        health_state.save(path, dict(state, readings=readings, events=events))
+    except (IOError, OSError) as exc:
+        module.warn('The health state could not be written to %s: %s' % (path, exc))
+        return False
+    return True
 
 
 def judge_expectations(module, gpus, driver_version, mig_devices):
@@ -620,14 +757,18 @@ def main():
             profiles=dict(type='dict', required=True),
         )),
         expected_gpu_count=dict(type='int'),
-        temperature_margin_c=dict(type='int', default=5),
-        max_smi_seconds=dict(type='float', default=10.0),
+        thresholds=dict(type='dict', default={}),
+        check_overrides=dict(type='dict', default={}),
+        state_path=dict(type='path'),
+        node_idle=dict(type='bool'),
+        temperature_margin_c=dict(type='int'),
+        max_smi_seconds=dict(type='float'),
         require_persistence=dict(type='bool', default=True),
         ignore_xids=dict(type='list', elements='int', default=[]),
         ecc_aggregate_uncorrectable_max=dict(type='int'),
         check_pcie=dict(type='bool', default=True),
         check_kernel_modules=dict(type='bool', default=True),
-        pcie_gen_min_utilization=dict(type='int', default=50),
+        pcie_gen_min_utilization=dict(type='int'),
         check_nvlink=dict(type='str', choices=['auto', 'always', 'never'], default='auto'),
         nvlink_expected_active=dict(type='int'),
         kernel_log_source=dict(type='str', choices=['auto', 'journal', 'dmesg', 'file', 'none'], default='auto'),
@@ -642,7 +783,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    window = _check_params(module)
+    window, catalog = _check_params(module)
+    state = _load_state(module)
+    previous = state.get('readings') or None
+    now = time.time()
 
     if params['gpu_info'] is not None:
         records, driver_version, smi_failure, smi_warnings, smi_seconds, mig_devices = gpus_from_info(
@@ -654,12 +798,13 @@ def main():
                        for gpu in records for device in gpu.get('mig_devices') or []]
         smi_calls = 1
     gpus = [health_view(gpu) for gpu in records]
-    nvlink, nvlink_error, nvlink_calls = (None, None, 0) if smi_failure else read_nvlink(module, len(gpus))
+    nvlink, nvlink_errors, nvlink_error, nvlink_calls = (
+        (None, None, None, 0) if smi_failure else read_nvlink(module, len(gpus)))
     expected, list_calls = judge_expectations(module, records, driver_version, mig_devices)
-    events, log_source, log_error = read_kernel_log(module, window)
+    log_events, log_source, log_error = read_kernel_log(module, window)
 
     findings = evaluate(
-        gpus, events,
+        gpus, log_events,
         thresholds={
             'temperature_margin_c': params['temperature_margin_c'],
             'max_smi_seconds': params['max_smi_seconds'],
@@ -671,9 +816,12 @@ def main():
             'nvlink_expected_active': params['nvlink_expected_active'],
         },
         expected_count=params['expected_gpu_count'], nvlink=nvlink, smi_failure=smi_failure,
-        smi_seconds=smi_seconds, kernel_log_error=log_error, smi_warnings=smi_warnings, nvlink_error=nvlink_error)
+        smi_seconds=smi_seconds, kernel_log_error=log_error, smi_warnings=smi_warnings, nvlink_error=nvlink_error,
+        catalog=catalog, nvlink_errors=nvlink_errors, previous=previous, now=now, node_idle=params['node_idle'])
     kernels = module_findings(installed_kernels(), platform.release()) if params['check_kernel_modules'] else []
-    findings = sort_findings(findings + expected + kernels)
+    findings = sort_findings(findings + [catalog.annotate(finding) for finding in expected + kernels])
+    findings, already, events = health_state.remember_events(findings, state, now)
+    written = _save_state(module, state, previous, now, gpus, nvlink_errors, events)
 
     summary = summarize(findings)
     healthy = is_healthy(findings, params['fail_on'])
@@ -686,7 +834,9 @@ def main():
         driver_version=driver_version,
         nvidia_smi_seconds=round(smi_seconds, 3) if smi_seconds is not None else None,
         nvidia_smi_calls=smi_calls + nvlink_calls + list_calls,
-        kernel_log=dict(source=log_source, window_seconds=window, events=len(events)),
+        kernel_log=dict(source=log_source, window_seconds=window, events=len(log_events)),
+        already_reported=already,
+        state=dict(path=params['state_path'], previous_run=(previous or {}).get('time'), written=written),
     )
     if params['fail_when_unhealthy'] and not healthy:
         module.fail_json(

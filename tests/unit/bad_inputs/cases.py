@@ -198,6 +198,18 @@ CASES = [
     role('health-mig-layout-flat', 'health', {'health_expected_mig_layout': [{'gpus': [0]}]}, 'health_expected_mig_layout'),
     role('health-drain-without-hook', 'health', {'health_drain_unhealthy': True}, 'health_drain_hook'),
     role('health-timeout-zero', 'health', {'health_nvidia_smi_timeout': 0}, 'health_nvidia_smi_timeout'),
+    # The health catalog refuses names it does not know, each named in the message.
+    role('health-threshold-unknown', 'health', {'health_thresholds': {'nvlink_crc_error_max': 5}},
+         "health_thresholds: unknown threshold 'nvlink_crc_error_max'"),
+    role('health-threshold-model-unknown', 'health', {'health_thresholds': {'nvlink_expected_active': {'H300': 18}}},
+         "health_thresholds.nvlink_expected_active: unknown GPU model 'H300'"),
+    role('health-threshold-word', 'health', {'health_thresholds': {'temperature_margin_c': 'five'}},
+         'health_thresholds.temperature_margin_c: must be a number'),
+    role('health-override-code-unknown', 'health', {'health_check_overrides': {'persistance_mode_off': {'severity': 'info'}}},
+         "health_check_overrides: unknown finding code 'persistance_mode_off'"),
+    role('health-override-action-unknown', 'health', {'health_check_overrides': {'xid_13': {'action': 'ignore'}}},
+         'health_check_overrides.xid_13.action: must be one of none, watch, drain, reset, reboot, rma'),
+    role('health-state-path-relative', 'health', {'health_state_path': 'state.json'}, 'health_state_path'),
     # --- slurm_gres and drain (present when their roles are) -------------------------------------
     role('slurm-node-name', 'slurm_gres', {'slurm_gres_node_name': 'gpu 01'}, 'slurm_gres_node_name'),
     role('slurm-type-map-values', 'slurm_gres', {'slurm_gres_type_map': {'NVIDIA H100': 'h100 nvl'}}, 'slurm_gres_type_map'),

@@ -67,6 +67,11 @@ class Fleet(object):
             assert host.smi('-pm', '1').returncode == 0
             assert host.run('nvidia-ctk', 'cdi', 'generate', '--output=/var/run/cdi/nvidia.yaml').returncode == 0
             host.write('var/log/kern.log', 'kernel: Linux version 6.1.0\n')
+            if profile == 'hgx_h100_8gpu':
+                # The fabricmanager role's daemon on the NVSwitch system (a live pid is what the simulator reads):
+                # without it the GPUs' fabric stays "Not Started" and fabric_not_ready is critical, as on a real
+                # HGX, where CUDA cannot start until the fabric is up.
+                host.write('run/nvidia-fabricmanager/nv-fabricmanager.pid', '%d\n' % os.getpid())
             self.ports[name] = start_hostengine(servers, host)[1]
             self.hosts[name] = host
         self.out = tmp_path / 'out'
@@ -83,6 +88,8 @@ class Fleet(object):
                 'health_dcgm_host': '127.0.0.1:%d' % self.ports[name],
                 'health_expected_gpu_count': COUNTS[name],
                 'health_expected_gpu_model': MODELS[name],
+                # The checks' memory, inside the simulated host (the default is the machine's own /var/lib).
+                'health_state_path': host.path('var/lib/gpufleet/health-state.json'),
             }, **host_vars.get(name, {}))
         return {'all': {'vars': dict({
             'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
@@ -162,6 +169,16 @@ def test_one_nvidia_smi_per_node_findings_checks_and_report(fleet):
     # The table in the job output.
     assert 'a100mig01  unhealthy' in stdout and 'a100mig01: critical xid_79 (GPU 0)' in stdout
     assert '3 hosts: 2 healthy, 1 unhealthy, 0 without data; 11 GPUs' in stdout
+    assert all(set(['code', 'severity', 'action', 'source']) <= set(f) for f in report['hosts'][2]['findings'])
+
+    # The next run remembers the Xid it reported (health_state_path on the node): nothing new, the node healthy,
+    # the Xid listed as already reported; when it recurs, it is raised again with its count.
+    again, _stdout = fleet.play()
+    assert codes(again['a100mig01']) == [] and again['a100mig01']['gpu_health']['healthy'] is True
+    assert [f['code'] for f in again['a100mig01']['gpu_health']['already_reported']] == ['xid_79']
+    fleet.hosts['a100mig01'].write('var/log/kern.log', XID_79 + XID_79.replace('09:12:44', '10:40:02'))
+    recurred, _stdout = fleet.play()
+    assert codes(recurred['a100mig01']) == ['xid_79'] and recurred['a100mig01']['gpu_health']['findings'][0]['count'] == 2
 
 
 def test_expectations_from_the_inventory_and_a_broken_check(fleet):

@@ -25,6 +25,12 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import 
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'kernel_log')
 SMI_FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'nvidia_smi')
+REAL = os.path.join(os.path.dirname(__file__), 'fixtures', 'real')
+
+
+def real_capture(name):
+    with open(os.path.join(REAL, name)) as handle:
+        return handle.read()
 
 
 def fixture(name):
@@ -226,7 +232,9 @@ def test_xid_findings_are_grouped_per_gpu_and_code_and_matched_to_gpus():
     findings = evaluate(gpus, parse_xid_events(fixture('dmesg_raw_a100_ecc.txt')))
     assert codes(findings) == ['xid_48', 'xid_63', 'xid_94', 'xid_63']
     dbe = findings[0]
-    assert dbe['severity'] == 'critical' and dbe['action'] == 'drain'
+    # Xid 48's category is drain; the catalog's action is the GPU reset that retires or remaps the memory.
+    assert (dbe['severity'], dbe['xid_category'], dbe['action'], dbe['source']) == (
+        'critical', 'drain', 'reset', 'nvidia-xid')
     assert dbe['gpu'] == {'index': 0, 'uuid': gpus[0]['uuid'], 'pci_bus_id': '0000:52:00.0'}
     assert dbe['xid_name'] == 'Double-bit ECC error' and dbe['count'] == 1
     assert dbe['first_seen'] == dbe['last_seen'] == '430954.509105 s after boot'
@@ -243,8 +251,10 @@ def test_repeated_xids_become_one_finding_with_count_and_times():
     # the GPU is not in the (empty) GPU list: the finding still names its address
     assert gsp['gpu'] == {'index': None, 'uuid': None, 'pci_bus_id': '0000:61:00.0'}
     app = only(findings, 'xid_13')
-    assert app['severity'] == 'info' and app['action'] == 'application' and app['count'] == 2
+    assert (app['severity'], app['xid_category'], app['action'], app['count']) == ('info', 'application', 'none', 2)
     assert only(findings, 'xid_109')['action'] == 'reset'
+    # A GSP that stopped answering comes back only with a reboot.
+    assert gsp['action'] == 'reboot'
 
 
 def test_application_xids_alone_keep_the_host_healthy():
@@ -265,9 +275,13 @@ def test_trend_and_investigate_categories():
     by_code = dict(((f['code'], f['gpu']['pci_bus_id']), f) for f in findings)
     assert by_code[('xid_92', '0000:9b:00.0')]['severity'] == 'info'
     assert by_code[('xid_149', '0009:01:00.0')]['severity'] == 'warning'
-    assert by_code[('xid_154', '0009:01:00.0')]['action'] == 'drain'
+    # Xid 154's action is the recovery action its line names: "Drain and Reset", then "GPU Reset Required".
+    assert by_code[('xid_154', '0009:01:00.0')]['xid_category'] == 'drain'
+    assert by_code[('xid_154', '0009:01:00.0')]['action'] == 'reset'
     assert by_code[('xid_154', '0018:01:00.0')]['action'] == 'reset'
-    assert by_code[('xid_94', '0000:01:00.0')]['action'] == 'reset_when_convenient'
+    assert by_code[('xid_94', '0000:01:00.0')]['xid_category'] == 'reset_when_convenient'
+    assert by_code[('xid_94', '0000:01:00.0')]['action'] == 'reset'
+    assert by_code[('xid_92', '0000:9b:00.0')]['action'] == 'watch'
 
 
 def test_ignore_xids_drops_only_those_codes():
@@ -406,11 +420,11 @@ def test_fewer_gpus_than_expected():
 
 # --- evaluate: NVLink -------------------------------------------------------
 
-NVLINK_ONE_DOWN = """GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0)
+NVLINK_ONE_DOWN = """GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-0)
 \t Link 0: 25 GB/s
 \t Link 1: 25 GB/s
 \t Link 2: 25 GB/s
-GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1)
+GPU 1: Tesla V100-SXM2-32GB (UUID: GPU-1)
 \t Link 0: 25 GB/s
 \t Link 1: <inactive>
 \t Link 2: 25 GB/s
@@ -418,14 +432,31 @@ GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1)
 
 
 def test_nvlink_down_is_judged_against_the_best_connected_gpu_of_the_same_model():
-    gpus = [healthy_gpu(0, name='NVIDIA A100-SXM4-80GB'),
-            healthy_gpu(1, '0000:3c:00.0', name='NVIDIA A100-SXM4-80GB'),
+    # A model the catalog gives no link count: the best-connected GPU of the same model sets it.
+    gpus = [healthy_gpu(0, name='Tesla V100-SXM2-32GB'),
+            healthy_gpu(1, '0000:3c:00.0', name='Tesla V100-SXM2-32GB'),
             healthy_gpu(2, '0000:3d:00.0', name='Tesla T4')]
     findings = evaluate(gpus, nvlink=parse_nvlink_status(NVLINK_ONE_DOWN))
     finding = only(findings, 'nvlink_down')
     assert finding['gpu']['index'] == 1 and finding['severity'] == 'critical'
     assert (finding['nvlink_active'], finding['nvlink_expected']) == (2, 3)
+    assert finding['threshold'] == {'name': 'nvlink_expected_active', 'value': 3, 'source': 'host'}
     assert 'not active: 1' in finding['evidence']
+
+
+def test_nvlink_down_is_judged_against_the_catalogs_links_for_the_model():
+    # The real A100 capture (gpud, 8 GPUs x 12 links): the catalog's 12 for the A100 SXM4.
+    text = real_capture('nvlink/a100-sxm4-80gb_unknown_gpud.txt')
+    gpus = [healthy_gpu(i, '0000:%02x:00.0' % (0x10 + i), name='NVIDIA A100-SXM4-80GB') for i in range(8)]
+    assert evaluate(gpus, nvlink=parse_nvlink_status(text)) == []
+    # The same host with link 11 of GPU 3 down on every GPU of the host: the best-connected GPU no longer
+    # tells, the catalog still does.
+    down = '\n'.join(line.replace('25 GB/s', '<inactive>') if line.strip().startswith('Link 11:') else line
+                     for line in text.splitlines())
+    findings = evaluate(gpus, nvlink=parse_nvlink_status(down))
+    assert sorted(f['gpu']['index'] for f in findings if f['code'] == 'nvlink_down') == list(range(8))
+    assert findings[0]['threshold'] == {'name': 'nvlink_expected_active', 'value': 12, 'source': 'nvidia-nvlink'}
+    assert (findings[0]['action'], findings[0]['source']) == ('reset', 'nvidia-nvlink')
 
 
 def test_nvlink_expected_count_and_silent_gpus():
@@ -447,7 +478,7 @@ def test_gpus_whose_nvlink_state_nvidia_smi_cannot_tell_are_not_judged():
     gpus = [healthy_gpu(i, '0000:%02x:00.0' % (0x18 + i)) for i in range(3)]
     findings = evaluate(gpus, nvlink=status)
     assert [(f['code'], f['gpu']['index']) for f in findings] == [('nvlink_down', 2)]
-    assert evaluate(gpus, nvlink=status, thresholds={'nvlink_expected_active': 18}) == findings
+    assert codes(evaluate(gpus, nvlink=status, thresholds={'nvlink_expected_active': 18})) == codes(findings)
 
 
 def test_no_active_nvlink_anywhere_means_no_nvlink_in_use():

@@ -274,7 +274,15 @@ XML_CASES = [
         'gpus.0.pcie.link_gen_device_max': 5,
         'gpus.0.ecc_errors.volatile_uncorrected': None,
         'gpus.0.ecc_errors.volatile.sram_uncorrectable_parity': None,
-        'gpus.0.remapped_rows': {'correctable': 0, 'uncorrectable': 0, 'pending': False, 'failure': False},
+        'gpus.0.remapped_rows': {'correctable': 0, 'uncorrectable': 0, 'pending': False, 'failure': False,
+                                 'bank_availability': {'max': 512, 'high': 0, 'partial': 0, 'low': 0, 'none': 0}},
+        # Time each clock event reason was active, in microseconds (R535+ XML).
+        'gpus.0.clock_event_us': {'sw_power_cap': 25483012608, 'sync_boost': 0, 'sw_thermal_slowdown': 0,
+                                  'hw_thermal_slowdown': 0, 'hw_power_brake_slowdown': 0},
+        # A GPU outside an NVLink fabric: every fabric field N/A.
+        'gpus.0.fabric': dict.fromkeys(('state', 'status', 'clique_id', 'cluster_uuid', 'health_summary',
+                                        'health_bandwidth', 'route_recovery_in_progress', 'route_unhealthy',
+                                        'access_timeout_recovery', 'incorrect_configuration')),
         'gpus.0.mig_devices': [],
         'gpus.0.processes.0.name': '/root/src/llama.cpp/build/bin/llama-server',
         'gpus.0.processes.0.used_memory_mib': 65710,

@@ -34,6 +34,7 @@ KERNEL_LOGS = os.path.join(HERE, '..', 'module_utils', 'fixtures', 'kernel_log')
 TIMEOUT = ['/usr/bin/timeout', '--kill-after=5', '30']
 SMI_XML = TIMEOUT + ['/usr/bin/nvidia-smi', '-q', '-x']
 SMI_NVLINK = TIMEOUT + ['/usr/bin/nvidia-smi', 'nvlink', '-s']
+SMI_NVLINK_ERRORS = TIMEOUT + ['/usr/bin/nvidia-smi', 'nvlink', '-e']
 JOURNAL = TIMEOUT + ['/usr/bin/journalctl', '-k', '--no-pager', '--quiet', '--output=short-iso', '--since=-86400s']
 DMESG = TIMEOUT + ['/usr/bin/dmesg']
 
@@ -96,6 +97,20 @@ def nvlink_status(*links_per_gpu):
     return '\n'.join(lines) + '\n'
 
 
+def nvlink_errors(*links_per_gpu, **errors):
+    """``nvidia-smi nvlink -e`` in the real R535 layout: per link its replay, recovery and CRC counters, zero
+    unless ``errors`` names ``<kind>_<gpu>_<link>`` (``replay_1_6=3``)."""
+    lines = []
+    for index, count in enumerate(links_per_gpu):
+        lines.append('GPU %d: NVIDIA A100-SXM4-80GB (UUID: GPU-513536b6-7d19-9063-b049-1e69664bb2%02d)'
+                     % (index, index))
+        for link in range(count):
+            for kind, label in (('replay', 'Replay Errors'), ('recovery', 'Recovery Errors'), ('crc', 'CRC Errors')):
+                lines.append('\t Link %d: %s: %s' % (link, label, errors.get('%s_%d_%d' % (kind, index, link), 0)))
+            lines.append('')
+    return '\n'.join(lines) + '\n'
+
+
 class FakeHost(object):
     """Answers ``run_command`` from a script of (argv, rc, stdout, stderr) and records every call."""
 
@@ -150,8 +165,9 @@ CASES = [
         args={},
         script=[(SMI_XML, 0, smi_xml({}, {}), ''),
                 (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 12), ''),
+                (SMI_NVLINK_ERRORS, 0, nvlink_errors(12, 12), ''),
                 (JOURNAL, 0, JOURNAL_QUIET, '')],
-        healthy=True, codes=[], smi_calls=2, log_source='journal',
+        healthy=True, codes=[], smi_calls=3, log_source='journal',
     ),
     dict(
         id='single-gpu-auto-skips-nvlink',
@@ -168,15 +184,33 @@ CASES = [
     dict(
         id='nvlink-always-on-one-gpu',
         args={'check_nvlink': 'always', 'nvlink_expected_active': 12, 'kernel_log_source': 'none'},
-        script=[(SMI_XML, 0, smi_xml({}), ''), (SMI_NVLINK, 0, nvlink_status([1] * 11 + [0]), '')],
-        healthy=False, codes=['nvlink_down'], smi_calls=2, log_source='none',
+        script=[(SMI_XML, 0, smi_xml({}), ''), (SMI_NVLINK, 0, nvlink_status([1] * 11 + [0]), ''),
+                (SMI_NVLINK_ERRORS, 0, nvlink_errors(12), '')],
+        healthy=False, codes=['nvlink_down'], smi_calls=3, log_source='none',
     ),
     dict(
         id='nvlink-one-link-down',
         args={'kernel_log_source': 'none'},
         script=[(SMI_XML, 0, smi_xml({}, {}), ''),
-                (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 6 + [0] + [1] * 5), '')],
-        healthy=False, codes=['nvlink_down'], smi_calls=2, log_source='none',
+                (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 6 + [0] + [1] * 5), ''),
+                (SMI_NVLINK_ERRORS, 0, nvlink_errors(12, 12), '')],
+        healthy=False, codes=['nvlink_down'], smi_calls=3, log_source='none',
+    ),
+    dict(
+        id='nvlink-replay-and-crc-errors',
+        args={'kernel_log_source': 'none'},
+        script=[(SMI_XML, 0, smi_xml({}, {}), ''),
+                (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 12), ''),
+                (SMI_NVLINK_ERRORS, 0, nvlink_errors(12, 12, replay_1_6=3, crc_0_2=5), '')],
+        healthy=False, codes=['nvlink_replay_errors', 'nvlink_crc_errors'], smi_calls=3, log_source='none',
+    ),
+    dict(
+        id='nvlink-errors-unreadable-is-a-note',
+        args={'kernel_log_source': 'none'},
+        script=[(SMI_XML, 0, smi_xml({}, {}), ''),
+                (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 12), ''),
+                (SMI_NVLINK_ERRORS, 0, 'GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0)\n\t Link 0: Replay Errors: lots\n', '')],
+        healthy=True, codes=['nvlink_state_unavailable'], smi_calls=3, log_source='none',
     ),
     dict(
         id='nvlink-unreadable-in-auto-is-info',
@@ -286,7 +320,8 @@ def test_findings_carry_gpu_evidence_and_advice(monkeypatch, module_exits):
     assert finding['code'] == 'xid_79' and finding['severity'] == 'critical'
     assert finding['gpu'] == {'index': 1, 'uuid': 'GPU-513536b6-7d19-9063-b049-1e69664bb201',
                               'pci_bus_id': '0000:02:00.0'}
-    assert 'GPU has fallen off the bus' in finding['evidence'] and finding['action'] == 'drain'
+    assert 'GPU has fallen off the bus' in finding['evidence']
+    assert (finding['action'], finding['source'], finding['xid_category']) == ('reboot', 'nvidia-xid', 'drain')
     assert 'reboot' in finding['advice']
     assert result['driver_version'] == '535.54.03'
     assert [gpu['index'] for gpu in result['gpus']] == [0, 1]
@@ -345,10 +380,11 @@ def test_check_mode_reads_the_same_way(monkeypatch, module_exits):
     result, failed, host = run_module(
         monkeypatch, module_exits, {'_ansible_check_mode': True, 'kernel_log_source': 'none'},
         [(SMI_XML, 0, smi_xml({}, {'persistence_mode': 'Disabled'}), ''),
-         (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 12), '')])
+         (SMI_NVLINK, 0, nvlink_status([1] * 12, [1] * 12), ''),
+         (SMI_NVLINK_ERRORS, 0, nvlink_errors(12, 12), '')])
     assert not failed and result['changed'] is False
     assert codes(result) == ['persistence_mode_off']
-    assert host.calls == [SMI_XML, SMI_NVLINK]
+    assert host.calls == [SMI_XML, SMI_NVLINK, SMI_NVLINK_ERRORS]
 
 
 @pytest.mark.parametrize('stdout', [
@@ -412,3 +448,58 @@ def test_bad_parameters_fail_before_or_without_traceback(monkeypatch, module_exi
     script = [(SMI_XML, 0, smi_xml({}), '')] if args.get('kernel_log_path') else []
     result, failed, host = run_module(monkeypatch, module_exits, dict(args, check_nvlink='never'), script)
     assert failed and message in result['msg']
+
+
+# --- memory between runs and the catalog's overrides ---------------------------------
+
+
+def test_an_xid_is_reported_once_and_again_only_when_it_recurs(monkeypatch, module_exits, tmp_path):
+    state = str(tmp_path / 'gpufleet' / 'health-state.json')
+    args = {'check_nvlink': 'never', 'state_path': state}
+    first, failed, _host = run_module(monkeypatch, module_exits, args,
+                                      [(SMI_XML, 0, smi_xml({}, {}), ''), (JOURNAL, 0, JOURNAL_XID79, '')])
+    assert codes(first) == ['xid_79'] and first['state']['written'] and first['state']['previous_run'] is None
+    assert oct(os.stat(state).st_mode & 0o777) == '0o600' and first['changed'] is False
+    second, failed, _host = run_module(monkeypatch, module_exits, args,
+                                       [(SMI_XML, 0, smi_xml({}, {}), ''), (JOURNAL, 0, JOURNAL_XID79, '')])
+    assert codes(second) == [] and second['healthy']
+    assert [f['code'] for f in second['already_reported']] == ['xid_79']
+    assert second['state']['previous_run'] is not None
+    recurred = JOURNAL_XID79 + JOURNAL_XID79.splitlines()[-1].replace('09:12:44', '11:40:02') + '\n'
+    third, failed, _host = run_module(monkeypatch, module_exits, args,
+                                      [(SMI_XML, 0, smi_xml({}, {}), ''), (JOURNAL, 0, recurred, '')])
+    assert codes(third) == ['xid_79'] and third['findings'][0]['count'] == 2 and third['already_reported'] == []
+
+
+def test_check_mode_does_not_write_the_state(monkeypatch, module_exits, tmp_path):
+    state = str(tmp_path / 'health-state.json')
+    result, failed, _host = run_module(
+        monkeypatch, module_exits, {'check_nvlink': 'never', 'state_path': state, '_ansible_check_mode': True},
+        [(SMI_XML, 0, smi_xml({}), ''), (JOURNAL, 0, JOURNAL_XID79, '')])
+    assert codes(result) == ['xid_79'] and result['state']['written'] is False and not os.path.exists(state)
+
+
+def test_site_thresholds_and_overrides_apply_and_say_so(monkeypatch, module_exits):
+    result, failed, _host = run_module(
+        monkeypatch, module_exits,
+        {'check_nvlink': 'never', 'kernel_log_source': 'none',
+         'check_overrides': {'persistence_mode_off': {'severity': 'info', 'action': 'watch'}},
+         'thresholds': {'temperature_margin_c': {'default': 5, 'A100': 70}}},
+        [(SMI_XML, 0, smi_xml({}, {'persistence_mode': 'Disabled'}), '')])
+    by_code = dict((f['code'], f) for f in result['findings'])
+    assert (by_code['persistence_mode_off']['severity'], by_code['persistence_mode_off']['action'],
+            by_code['persistence_mode_off']['source']) == ('info', 'watch', 'inventory')
+    assert by_code['temperature_near_slowdown']['threshold'] == {
+        'name': 'temperature_margin_c', 'value': 70, 'source': 'inventory'}
+    assert result['healthy'] is False
+
+
+@pytest.mark.parametrize('args, named', [
+    ({'thresholds': {'nvlink_crc_error_max': 5}}, "unknown threshold 'nvlink_crc_error_max'"),
+    ({'thresholds': {'nvlink_expected_active': {'H300': 18}}}, "unknown GPU model 'H300'"),
+    ({'check_overrides': {'xid_79x': {'severity': 'info'}}}, "unknown finding code 'xid_79x'"),
+    ({'check_overrides': {'xid_79': {'action': 'pray'}}}, 'health_check_overrides.xid_79.action'),
+])
+def test_unknown_catalog_names_fail_before_anything_runs(monkeypatch, module_exits, args, named):
+    result, failed, host = run_module(monkeypatch, module_exits, args, [])
+    assert failed and named in result['msg'] and host.calls == []

@@ -66,6 +66,10 @@ def demo_results(root):
     for name, profile in DEMO_PROFILES:
         host = make_host(os.path.join(root, name), profile)
         host.smi('-pm', '1')
+        if profile == 'hgx_h100_8gpu':
+            # nvidia-fabricmanager runs on the NVSwitch node (a live pid is what the simulator reads); without it
+            # the fabric is "Not Started", a critical finding, as on a real HGX.
+            host.write('run/nvidia-fabricmanager/nv-fabricmanager.pid', '%d\n' % os.getpid())
         if profile == 'l40s_2gpu':
             # One GPU of the L40S node lost persistence mode: a warning.
             host.smi('-pm', '0', '-i', '1')
