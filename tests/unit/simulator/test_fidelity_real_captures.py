@@ -59,10 +59,6 @@ KNOWN = {
     ('q-x', '570: sim prints /gpu/processes/process_info, no capture of the branch does'):
         'the 570 capture has no process; the element is in the 535/550 DTDs and the 536.40 capture',
 }
-for _child in ('remapped_row_corr', 'remapped_row_failure', 'remapped_row_pending', 'remapped_row_unc',
-               'row_remapper_histogram'):
-    KNOWN[('q-x', '570: sim prints /gpu/remapped_rows/%s, no capture of the branch does' % _child)] = (
-        'the 570 capture is a GeForce without row remapping (N/A); the children are in the 535/550 DTDs')
 KNOWN.update({
     # --query-gpu
     ('query-gpu', "610.62: bbx.time_run is '[N/A]' where the capture has ['[Function Not Found]']"):

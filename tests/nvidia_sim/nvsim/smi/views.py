@@ -155,18 +155,40 @@ def _nvlink_lines(ctx, gpu):
     return ["\t Link %d: %s\n" % (link, state) for link in range(links)]
 
 
+# nvlink -e: per link the three counters of the real R535 output, a blank line
+# after each link. Counters come from the GPU's settings ("nvlink_errors":
+# {"<link>": {"replay": n, "recovery": n, "crc": n}}), injected by tests.
+NVLINK_COUNTERS = (("replay", "Replay Errors"), ("recovery", "Recovery Errors"), ("crc", "CRC Errors"))
+
+
+def _nvlink_error_lines(ctx, gpu):
+    lines = _nvlink_lines(ctx, gpu)
+    if not gpu.nvlink["links"] or not gpu.nvlink["active"] or (ctx.branch >= 590 and gpu.mig_current):
+        return lines
+    errors = gpu.settings.get("nvlink_errors") or {}
+    out = []
+    for link in range(gpu.nvlink["links"]):
+        counts = errors.get(str(link)) or {}
+        out += ["\t Link %d: %s: %d\n" % (link, label, counts.get(key, 0)) for key, label in NVLINK_COUNTERS]
+        out.append("\n")
+    return out
+
+
 def nvlink(ctx, argv):
     try:
-        opts = parse_options(argv, {"status": (("-s",), ("--status",), False), "id": (("-i",), ("--id",), True)})
+        opts = parse_options(argv, {"status": (("-s",), ("--status",), False),
+                                    "errors": (("-e",), ("--errorcounters",), False),
+                                    "id": (("-i",), ("--id",), True)})
     except UsageError:
         opts = {}
-    if not opts.get("status"):
+    if not opts.get("status") and not opts.get("errors"):
         ctx.write(SUB_USAGE % (argv[0] if argv else "nvlink"))
         return RC_INVALID
     chosen = select_gpus(ctx, opts.get("id"))
     if chosen is None:
         return RC_NOT_FOUND
+    lines = _nvlink_error_lines if opts.get("errors") else _nvlink_lines
     for gpu in chosen:
         ctx.write("GPU %d: %s (UUID: %s)\n" % (gpu.index, gpu.product_name, gpu.uuid))
-        ctx.write("".join(_nvlink_lines(ctx, gpu)))
+        ctx.write("".join(lines(ctx, gpu)))
     return ctx.handle_rc or RC_OK
