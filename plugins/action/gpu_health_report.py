@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.nvidia.plugins.plugin_utils.health_report impo
 )
 
 FILES = {'json': 'gpu-health.json', 'html': 'gpu-health.html'}
-ARGS = ('hosts', 'dest', 'fact', 'title', 'generated')
+ARGS = ('hosts', 'dest', 'fact', 'title', 'generated', 'thresholds')
 
 
 def _plain(value):
@@ -89,8 +89,12 @@ class ActionModule(ActionBase):
         dest = str(args.get('dest') or '')
         generated = str(args.get('generated') or datetime.datetime.now(datetime.timezone.utc).strftime(
             '%Y-%m-%d %H:%M:%S UTC'))
-        document = build_report(self._results(hosts, str(args.get('fact') or 'gpu_health'), task_vars or {}),
-                                generated, title=str(args.get('title') or 'GPU fleet health'))
+        try:
+            document = build_report(self._results(hosts, str(args.get('fact') or 'gpu_health'), task_vars or {}),
+                                    generated, title=str(args.get('title') or 'GPU fleet health'),
+                                    thresholds=args.get('thresholds') or None)
+        except ValueError as exc:
+            raise AnsibleActionFail('gpu_health_report: thresholds: %s' % exc)
         files = {}
         if dest and not self._task.check_mode:
             folder = os.path.abspath(os.path.expanduser(dest))

@@ -230,10 +230,6 @@ CHECKS = {
     'fleet_outlier_clocks': dict(severity='warning', action='watch', source='gpufleet',
                                  what='A GPU\'s maximum SM clock differs from the fleet median of its model by more '
                                       'than fleet_outlier_clocks_percent.'),
-    # --- acceptance tests that need a GPU
-    'acceptance_not_run': dict(severity='info', action='none', source='gpufleet',
-                               what='An acceptance test (DCGM diagnostic, nvbandwidth, NCCL all_reduce_perf) did '
-                                    'not run: no GPU, or the binary is missing. Never a pass.'),
 }
 
 # Actions of nvidia_smi_<reason> (nvidia_smi_failures reasons) that differ

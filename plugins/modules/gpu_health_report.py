@@ -19,11 +19,18 @@ description:
   - Collects the C(gpu_health) result the gpufleet.nvidia.health role sets on each host of O(hosts) and writes, into
     O(dest) on the controller, C(gpu-health.json) for machines and C(gpu-health.html), one self-contained page for
     people. Hosts without a result (unreachable, or failed before the health stage) are reported as without data.
-  - "The page holds fleet totals per GPU model and per driver version, the findings coloured by severity with
-    their advice, one row per host (status, finding counts, validation checks with their reasons) and one row per
-    GPU (model, driver, CUDA, memory used and total, temperature, power draw and limit, persistence, MIG and ECC
-    modes, throttle reasons). Every table sorts by a click on a column, and a filter narrows the page to hosts by
-    name or status, so that a fleet of hundreds of nodes stays readable."
+  - "The page holds fleet totals per GPU model and per driver version, the findings grouped by code and action
+    (with how many hosts and GPUs each has), every finding coloured by severity with its action, source, evidence and
+    advice, one row per host (status, finding counts, validation checks with their reasons) and one row per GPU
+    (model, driver, CUDA, VBIOS, InfoROM, GSP firmware, memory used and total, temperature, power draw and limit,
+    persistence, MIG and ECC modes, throttle reasons). Every table sorts by a click on a column, and filters narrow
+    the page to hosts by name or status and the findings by action, so that a fleet of hundreds of nodes stays
+    readable."
+  - "Fleet checks, which need every node: the VBIOS, InfoROM, GSP firmware and driver versions per GPU model, with
+    the odd ones out (C(fleet_version_mismatch)), and GPUs far from the median of their model - idle temperature,
+    enforced power limit, maximum SM clock (C(fleet_outlier_temperature), C(fleet_outlier_power_limit),
+    C(fleet_outlier_clocks)). They are relative, so they need no absolute threshold; they are reported with
+    C(fleet=true) and never make a node unhealthy on their own (the odd one out may be the only one that is right)."
   - The page loads nothing. Its style and script are inline, it names no external URL, font or image, and its
     Content-Security-Policy forbids any fetch, so it opens the same offline, attached to a ticket, or from AWX.
   - Returns RV(table), a compact text table for the job output, and RV(stats), the data for M(ansible.builtin.set_stats).
@@ -53,6 +60,15 @@ options:
   generated:
     description: Time stamp shown as the generation time; by default the current UTC time.
     type: str
+  thresholds:
+    description:
+      - Thresholds of the health catalog for the fleet checks (C(fleet_min_gpus), C(fleet_outlier_temperature_c),
+        C(fleet_outlier_power_limit_percent), C(fleet_outlier_clocks_percent)), in the form of
+        M(gpufleet.nvidia.nvidia_gpu_health)'s O(gpufleet.nvidia.nvidia_gpu_health#module:thresholds); the health role
+        passes C(health_thresholds). An unknown name fails the task.
+    type: dict
+    default: {}
+    version_added: 0.3.0
 attributes:
   check_mode:
     support: full

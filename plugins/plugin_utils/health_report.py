@@ -19,8 +19,12 @@ from __future__ import annotations
 import html
 import json
 
+from ansible_collections.gpufleet.nvidia.plugins.plugin_utils.fleet_health import fleet_findings
+
 SCHEMA = 'gpufleet.nvidia.health/1'
 SEVERITIES = ('critical', 'warning', 'info')
+# The health catalog's action ladder, cheapest first.
+ACTIONS = ('none', 'watch', 'drain', 'reset', 'reboot', 'rma')
 STATUSES = ('unhealthy', 'no_data', 'healthy')
 CHECK_NAMES = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework')
 # Keys of a GPU record that stay out of the report: supported clocks are
@@ -83,9 +87,39 @@ def _drivers(host):
     return [((host['driver'].get('version'), host['driver'].get('cuda_version')), len(host['gpus']))]
 
 
-def build_report(results, generated, title='GPU fleet health'):
-    """The report document for ``results`` (``{host: gpu_health result or None}``), hosts sorted by name."""
+def _by_code(hosts):
+    """Findings grouped by code and action: severity, source, and how many hosts and GPUs have them."""
+    groups = {}
+    for host in hosts:
+        for finding in host['findings']:
+            key = (finding.get('code'), finding.get('action'))
+            entry = groups.setdefault(key, {'code': key[0], 'action': key[1], 'severity': finding.get('severity'),
+                                            'source': finding.get('source'), 'findings': 0, 'hosts': set(),
+                                            'gpus': set()})
+            entry['findings'] += 1
+            entry['hosts'].add(host['host'])
+            if (finding.get('gpu') or {}).get('index') is not None:
+                entry['gpus'].add((host['host'], finding['gpu']['index']))
+    rank = dict((severity, number) for number, severity in enumerate(SEVERITIES))
+
+    def order(entry):
+        return rank.get(entry['severity'], 3), -len(entry['hosts']), str(entry['code'])
+    return [dict(entry, hosts=len(entry['hosts']), gpus=len(entry['gpus']))
+            for entry in sorted(groups.values(), key=order)]
+
+
+def build_report(results, generated, title='GPU fleet health', thresholds=None):
+    """The report document for ``results`` (``{host: gpu_health result or None}``), hosts sorted by name.
+
+    ``thresholds``: the health catalog's thresholds for the fleet checks (``fleet_health``); unknown names
+    raise ``ValueError``.
+    """
     hosts = [_host(name, results[name]) for name in sorted(results)]
+    fleet, consistency = fleet_findings(hosts, thresholds)
+    for host in hosts:
+        for finding in fleet.get(host['host'], []):
+            host['findings'].append(finding)
+            host['summary'][finding['severity']] += 1
     by_model = _group(hosts, _models)
     by_driver = _group(hosts, _drivers)
     findings = dict.fromkeys(SEVERITIES, 0)
@@ -109,6 +143,8 @@ def build_report(results, generated, title='GPU fleet health'):
                      for model, entry in sorted(by_model.items(), key=lambda item: (-item[1]['gpus'], item[0]))],
         'by_driver': [{'driver': key[0], 'cuda': key[1], 'gpus': entry['gpus'], 'hosts': len(entry['hosts'])}
                       for key, entry in sorted(by_driver.items(), key=lambda item: (-item[1]['gpus'], item[0][0]))],
+        'by_code': _by_code(hosts),
+        'consistency': consistency,
         'hosts': hosts,
     }
 
@@ -268,7 +304,7 @@ def _mig_cell(gpu, mig_devices):
     return cell
 
 
-def _gpu_row(host, gpu):
+def _gpu_row(host, gpu, odd):
     driver = host['driver']
     return ''.join((
         '<tr data-host="%s" data-status="%s">' % (_e(host['host']), host['status']),
@@ -277,6 +313,9 @@ def _gpu_row(host, gpu):
         _cell(_e(gpu.get('name')), gpu.get('name'), title='%s %s' % (gpu.get('uuid') or '', gpu.get('pci_bus_id') or '')),
         _cell(_e(driver.get('version')), driver.get('version')),
         _cell(_e(driver.get('cuda_version')), driver.get('cuda_version')),
+        _version_cell(gpu, 'vbios_version', odd),
+        _version_cell(gpu, 'inforom_image_version', odd),
+        _version_cell(gpu, 'gsp_firmware_version', odd),
         _ratio(gpu.get('memory_used_mib'), gpu.get('memory_total_mib'), 'MiB'),
         _temperature(gpu),
         _power(gpu),
@@ -337,27 +376,77 @@ def _finding_rows(document):
             gpu = finding.get('gpu') or {}
             where = ('GPU %s' % gpu['index']) if gpu.get('index') is not None else (gpu.get('pci_bus_id') or 'host')
             severity = finding.get('severity', 'info')
+            action = finding.get('action') or 'none'
             rows.append((rank.get(severity, 3), host['host'], ''.join((
-                '<tr data-host="%s" data-status="%s" class="f-%s">' % (_e(host['host']), host['status'], _e(severity)),
+                '<tr data-host="%s" data-status="%s" data-act="%s" class="f-%s">'
+                % (_e(host['host']), host['status'], _e(action), _e(severity)),
                 _cell('<span class="sev sev-%s">%s</span>' % (_e(severity), _e(severity)), rank.get(severity, 3)),
+                _cell('<span class="act">%s</span>' % _e(action), ACTION_RANK.get(action, 9)),
                 _cell('<a href="#" class="hl">%s</a>' % _e(host['host']), host['host']),
                 _cell(_e(where), where),
-                _cell('<code>%s</code>' % _e(finding.get('code')), finding.get('code')),
+                _cell('<code>%s</code>%s' % (_e(finding.get('code')), ' <span class="na">(fleet)</span>'
+                                             if finding.get('fleet') else ''), finding.get('code')),
+                _cell(_e(finding.get('source')), finding.get('source')),
                 _cell(_e(finding.get('evidence'))),
                 _cell(_e(finding.get('advice'))),
                 '</tr>'))))
         for check in host['checks']:
             if check.get('status') == 'fail':
                 rows.append((0, host['host'], ''.join((
-                    '<tr data-host="%s" data-status="%s" class="f-critical">' % (_e(host['host']), host['status']),
+                    '<tr data-host="%s" data-status="%s" data-act="drain" class="f-critical">'
+                    % (_e(host['host']), host['status']),
                     _cell('<span class="sev sev-critical">check failed</span>', 0),
+                    _cell('<span class="act">drain</span>', ACTION_RANK['drain']),
                     _cell('<a href="#" class="hl">%s</a>' % _e(host['host']), host['host']),
                     _cell('host', 'host'),
                     _cell('<code>check_%s</code>' % _e(check.get('name')), check.get('name')),
+                    _cell('validation', 'validation'),
                     _cell(_e(check.get('reason'))),
                     _cell(_e(CHECK_ADVICE.get(check.get('name'), ''))),
                     '</tr>'))))
     return [row for _rank, _host_name, row in sorted(rows, key=lambda r: (r[0], r[1]))]
+
+
+ACTION_RANK = dict((action, number) for number, action in enumerate(ACTIONS))
+
+
+def _by_code_rows(document):
+    rank = dict((severity, number) for number, severity in enumerate(SEVERITIES))
+    return [''.join((
+        '<tr data-act="%s" class="f-%s">' % (_e(entry['action']), _e(entry['severity'])),
+        _cell('<code>%s</code>' % _e(entry['code']), entry['code']),
+        _cell('<span class="sev sev-%s">%s</span>' % (_e(entry['severity']), _e(entry['severity'])),
+              rank.get(entry['severity'], 3)),
+        _cell('<span class="act">%s</span>' % _e(entry['action']), ACTION_RANK.get(entry['action'], 9)),
+        _cell(_e(entry['source']), entry['source']),
+        _cell(str(entry['hosts']), entry['hosts']),
+        _cell(str(entry['gpus']), entry['gpus']),
+        _cell(str(entry['findings']), entry['findings']),
+        '</tr>')) for entry in document.get('by_code') or []]
+
+
+def _consistency_rows(document):
+    return [''.join((
+        '<tr>',
+        _cell(_e(row['model']), row['model']),
+        _cell(_e(row['label']), row['label']),
+        _cell(' '.join('<span class="%s">%s &times;%d</span>' % ('na' if number == 0 else 'attn', _e(value), count)
+                       for number, (value, count) in enumerate(row['values'])), len(row['values'])),
+        '</tr>')) for row in document.get('consistency') or []]
+
+
+def _odd_versions(document):
+    """{(model, field): majority value} of the fields where the fleet disagrees."""
+    return dict(((row['model'], row['field']), row['values'][0][0]) for row in document.get('consistency') or [])
+
+
+def _version_cell(gpu, field, odd):
+    value = gpu.get(field)
+    majority = odd.get((gpu.get('name') or 'unknown', field))
+    if value is None:
+        return _cell('<span class="na">n/a</span>', '')
+    return _cell('<code>%s</code>' % _e(value), value, 'attn' if majority is not None and value != majority else None,
+                 title='most GPUs of the model run %s' % majority if majority is not None and value != majority else None)
 
 
 CHECK_ADVICE = {
@@ -409,6 +498,7 @@ tr.r-no_data td:first-child{border-left:4px solid var(--na)}
 .chk{display:inline-block;margin:0 4px 2px 0;padding:0 5px;border-radius:3px;font-size:11px;border:1px solid var(--line)}
 .c-pass{color:var(--ok)}.c-fail{color:#fff;background:var(--crit);border-color:var(--crit)}.c-skipped{color:var(--na)}
 .why{color:var(--na);font-size:12px;margin-top:2px}
+.act{font-weight:600;white-space:nowrap}
 .bar{display:inline-block;width:46px;height:6px;margin-left:6px;background:#e5e7eb;border-radius:3px;vertical-align:middle}
 .bar span{display:block;height:6px;background:#5b8def;border-radius:3px}
 .tools{position:sticky;top:0;background:#fff;padding:8px 0;z-index:2;border-bottom:1px solid var(--line)}
@@ -434,12 +524,15 @@ _SCRIPT = """
       var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
       rows.sort(function(r1,r2){var c=cmp(key(r1.cells[col]),key(r2.cells[col]));return desc?-c:c;});
       rows.forEach(function(r){body.appendChild(r);});});});});
-  var text=document.getElementById('filter'),status=document.getElementById('status');
-  function apply(){var t=text.value.trim().toLowerCase(),s=status.value;
-    document.querySelectorAll('tr[data-host]').forEach(function(tr){
-      var ok=(!t||tr.getAttribute('data-host').toLowerCase().indexOf(t)>=0)&&(!s||tr.getAttribute('data-status')===s);
+  var text=document.getElementById('filter'),status=document.getElementById('status'),
+      ladder=document.getElementById('action');
+  function apply(){var t=text.value.trim().toLowerCase(),s=status.value,a=ladder.value;
+    document.querySelectorAll('tr[data-host],tr[data-act]').forEach(function(tr){
+      var h=tr.getAttribute('data-host'),act=tr.getAttribute('data-act');
+      var ok=(h===null||((!t||h.toLowerCase().indexOf(t)>=0)&&(!s||tr.getAttribute('data-status')===s)))
+        &&(act===null||!a||act===a);
       tr.classList.toggle('hidden',!ok);});}
-  text.addEventListener('input',apply);status.addEventListener('change',apply);
+  text.addEventListener('input',apply);status.addEventListener('change',apply);ladder.addEventListener('change',apply);
   document.querySelectorAll('a.hl').forEach(function(a){a.addEventListener('click',function(ev){
     ev.preventDefault();text.value=(text.value===a.textContent)?'':a.textContent;apply();});});
 })();
@@ -485,7 +578,8 @@ def render_html(document):
     totals = document['totals']
     verdict = ('all %d hosts healthy' % totals['hosts'] if totals['healthy'] == totals['hosts']
                else '%d of %d hosts need attention' % (totals['hosts'] - totals['healthy'], totals['hosts']))
-    gpu_rows = [_gpu_row(host, gpu) for host in document['hosts'] for gpu in host['gpus']]
+    odd = _odd_versions(document)
+    gpu_rows = [_gpu_row(host, gpu, odd) for host in document['hosts'] for gpu in host['gpus']]
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" content="%s">' % _CSP,
@@ -500,17 +594,26 @@ def render_html(document):
         '<div class="tools"><input id="filter" type="search" placeholder="Filter by host name" aria-label="host filter">'
         '<select id="status" aria-label="status filter"><option value="">every status</option>'
         '<option value="unhealthy">unhealthy</option><option value="no_data">without data</option>'
-        '<option value="healthy">healthy</option></select></div>',
+        '<option value="healthy">healthy</option></select>'
+        '<select id="action" aria-label="action filter"><option value="">every action</option>%s</select></div>'
+        % ''.join('<option value="%s">%s</option>' % (action, action) for action in ACTIONS),
+        '<h2>Findings by code and action</h2>',
+        _table('by-code', ('Code', 'Severity', 'Action', 'Source', 'Hosts', 'GPUs', 'Findings'),
+               _by_code_rows(document), 'No findings on any host.', 'empty'),
         '<h2>Findings</h2>',
-        _table('findings', ('Severity', 'Host', 'GPU', 'Code', 'Evidence', 'Advice'), _finding_rows(document),
-               'No findings and no failed check on any host.', 'empty'),
+        _table('findings', ('Severity', 'Action', 'Host', 'GPU', 'Code', 'Source', 'Evidence', 'Advice'),
+               _finding_rows(document), 'No findings and no failed check on any host.', 'empty'),
         '<h2>Hosts</h2>',
         _table('hosts', ('Host', 'Status', 'GPUs', 'Models', 'Driver', 'CUDA', 'Critical', 'Warning', 'Info',
                          'Checks', 'nvidia-smi s'), [_host_row(host) for host in hosts], 'No hosts.'),
         '<h2>GPUs</h2>',
-        _table('gpus', ('Host', '#', 'Model', 'Driver', 'CUDA', 'Memory used / total', 'Temperature',
-                        'Power draw / limit', 'Persistence', 'MIG', 'ECC', 'Throttle reasons', 'PCI bus id / UUID'),
+        _table('gpus', ('Host', '#', 'Model', 'Driver', 'CUDA', 'VBIOS', 'InfoROM', 'GSP firmware',
+                        'Memory used / total', 'Temperature', 'Power draw / limit', 'Persistence', 'MIG', 'ECC',
+                        'Throttle reasons', 'PCI bus id / UUID'),
                gpu_rows, 'No GPU data.'),
+        '<h2>Fleet consistency</h2>',
+        _table('consistency', ('Model', 'Version', 'Values (most common first)'), _consistency_rows(document),
+               'Every GPU model runs one VBIOS, InfoROM, GSP firmware and driver across the fleet.', 'empty'),
         '</main><script>%s</script></body></html>\n' % _SCRIPT,
     ]
     return '\n'.join(parts)

@@ -146,6 +146,17 @@ _INTERACT = """<pre id="gpufleet-test-log"></pre><script>
   status.value='';status.dispatchEvent(new Event('change'));
   var link=hosts.tBodies[0].rows[0].querySelector('a.hl');link.click();snap('host link');
   link.click();snap('host link again');
+  // The findings grouped by code: sort by the Hosts column, then show one action of the ladder only.
+  var byCode=document.getElementById('by-code'),ladder=document.getElementById('action');
+  function codes(table){return visible(table).map(function(r){return r.cells[0].textContent;});}
+  byCode.tHead.rows[0].cells[4].click();byCode.tHead.rows[0].cells[4].click();
+  log.push({step:'by hosts desc',codes:codes(byCode),hosts:visible(byCode).map(function(r){return r.cells[4].textContent;})});
+  ladder.value='reboot';ladder.dispatchEvent(new Event('change'));
+  log.push({step:'reboot only',codes:codes(byCode),
+    findings:visible(document.getElementById('findings')).map(function(r){return r.getAttribute('data-act');}),
+    hosts:visible(hosts).map(function(r){return r.getAttribute('data-host');})});
+  ladder.value='';ladder.dispatchEvent(new Event('change'));
+  log.push({step:'every action',codes:codes(byCode)});
   document.getElementById('gpufleet-test-log').textContent=JSON.stringify(log);
 })();
 </script></body>"""
@@ -179,3 +190,11 @@ def test_sorting_and_filtering_change_the_dom_in_chromium(tmp_path):
     first = log['gpus asc']['hosts'][0]
     assert log['host link']['hosts'] == [first] and set(log['host link']['gpu_rows']) == {first}
     assert sorted(log['host link again']['hosts']) == names
+    # Findings by code and action: the Hosts column sorts as numbers, the action filter hides the other rungs in
+    # both finding tables and leaves the host table alone.
+    by_code = document['by_code']
+    assert [int(n) for n in log['by hosts desc']['hosts']] == sorted((e['hosts'] for e in by_code), reverse=True)
+    reboot = [e['code'] for e in by_code if e['action'] == 'reboot']
+    assert reboot == ['xid_79'] and log['reboot only']['codes'] == reboot
+    assert log['reboot only']['findings'] == ['reboot'] and sorted(log['reboot only']['hosts']) == names
+    assert sorted(log['every action']['codes']) == sorted(e['code'] for e in by_code) and len(by_code) > 1

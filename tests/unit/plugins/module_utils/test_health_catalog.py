@@ -68,11 +68,26 @@ def _emitted_codes():
     return found
 
 
+def _literals_outside_the_catalog():
+    found = set()
+    for folder, _dirs, files in os.walk(PLUGINS):
+        for name in files:
+            if name.endswith('.py') and name != 'health_catalog.py':
+                with open(os.path.join(folder, name)) as handle:
+                    tree = ast.parse(handle.read())
+                found.update(node.value for node in ast.walk(tree)
+                             if isinstance(node, ast.Constant) and isinstance(node.value, str))
+    return found
+
+
 def test_every_code_the_plugins_emit_is_in_the_catalog():
     emitted = _emitted_codes()
     assert len(emitted) >= 40
     missing = sorted(code for code in emitted if code not in CHECKS and not re.match(r'^(xid|sxid)_\d+$', code))
     assert missing == []
+    # ... and every entry of the catalog is a check some plugin raises (families aside): its code appears as a
+    # string outside the catalog.
+    assert sorted(code for code in CHECKS if not code.endswith('*') and code not in _literals_outside_the_catalog()) == []
     # ... and every nvidia-smi failure reason is covered by the nvidia_smi_* family with an action.
     for reason in HINTS:
         assert Catalog().entry('nvidia_smi_%s' % reason)[1] in ACTIONS
