@@ -5,12 +5,21 @@ collection reads and decides from them is not.
 """
 
 
+def _bus(bus_id):
+    """nvidia-smi's "00000000:5D:00.0" as the driver logs it: "0000:5d:00"."""
+    return bus_id.strip()[-12:-2].lower()
+
+
+def xid(bus_id, code, text, uptime="812.345678"):
+    """The kernel log line of Xid code on the GPU nvidia-smi lists at bus_id."""
+    return "[%12s] NVRM: Xid (PCI:%s): %d, pid=0, name=, %s\n" % (uptime, _bus(bus_id), code, text)
+
+
 def xid79(bus_id, uptime="812.345678"):
     """The kernel log lines of an Xid 79 on the GPU nvidia-smi lists at bus_id
     ("00000000:5D:00.0"), as the driver logs it ("PCI:0000:5d:00")."""
-    bus = bus_id.strip()[-12:-2].lower()
-    return ("[%12s] NVRM: Xid (PCI:%s): 79, pid=0, name=, GPU has fallen off the bus.\n"
-            "[%12s] NVRM: GPU %s: GPU has fallen off the bus.\n" % (uptime, bus, uptime, bus))
+    return (xid(bus_id, 79, "GPU has fallen off the bus.", uptime)
+            + "[%12s] NVRM: GPU %s: GPU has fallen off the bus.\n" % (uptime, _bus(bus_id)))
 
 
 def nvml_device_error_script(index, error):

@@ -159,3 +159,65 @@ def fleet_findings(hosts, thresholds=None):
     for host, extra in _outlier_findings(with_data, catalog).items():
         findings.setdefault(host, []).extend(extra)
     return findings, rows
+
+
+ACTIONS = ('none', 'watch', 'drain', 'reset', 'reboot', 'rma')
+_SEVERITY_RANK = {'critical': 0, 'warning': 1, 'info': 2}
+
+
+def _need(result, fail_on):
+    """How much an unhealthy node needs: the costliest action among the findings that make it unhealthy
+    (a failed validation check counts as drain), then its number of critical findings."""
+    limit = _SEVERITY_RANK.get(fail_on, 1)
+    counted = [f for f in result.get('findings') or [] if not f.get('fleet')
+               and _SEVERITY_RANK.get(f.get('severity'), 2) <= limit]
+    actions = [ACTIONS.index(f['action']) for f in counted if f.get('action') in ACTIONS]
+    if any(check.get('status') == 'fail' for check in result.get('checks') or []):
+        actions.append(ACTIONS.index('drain'))
+    critical = sum(1 for f in counted if f.get('severity') == 'critical')
+    return (max(actions) if actions else ACTIONS.index('drain')), critical
+
+
+def drain_plan(nodes, share, total, fail_on='warning'):
+    """Which unhealthy nodes the health role drains in this run, and which it leaves alone and why.
+
+    ``nodes``: ``{host: {'healthy', 'findings', 'checks', 'drain_state'}}`` for the play's hosts (``drain_state``
+    as the drain role's ``read`` entry point sets it, or ``None``). ``share``: the most nodes drained in one
+    run, in percent of ``total`` (the play's hosts), rounded down. Nodes already drained are not drained again
+    and do not count: by this collection (``already``) or by someone else (``foreign``, never touched). The
+    others are drained costliest need first (rma, reboot, reset, drain; then most critical findings; then by
+    name) up to the limit; the rest are ``braked``.
+    """
+    limit = int(total * share // 100) if share is not None else total
+    plan = {'limit': limit, 'share': share, 'total': total, 'drain': [], 'braked': [], 'already': [], 'foreign': []}
+    waiting = []
+    for host in sorted(nodes):
+        node = nodes[host] or {}
+        if node.get('healthy', True):
+            continue
+        state = node.get('drain_state') or {}
+        if state.get('drained') and state.get('by') == 'gpufleet.nvidia':
+            plan['already'].append({'host': host, 'reason': state.get('reason')})
+        elif state.get('drained'):
+            plan['foreign'].append({'host': host, 'reason': state.get('reason'), 'state': state.get('state')})
+        else:
+            action, critical = _need(node, fail_on)
+            waiting.append((-action, -critical, host, ACTIONS[action]))
+    for number, (_action, _critical, host, need) in enumerate(sorted(waiting)):
+        if number < limit:
+            plan['drain'].append({'host': host, 'need': need})
+        else:
+            plan['braked'].append({'host': host, 'need': need})
+    plan['message'] = _plan_message(plan)
+    return plan
+
+
+def _plan_message(plan):
+    lines = ['Drain brake: %d of %d hosts (health_drain_max_share %s%%) may be drained in one run; drained now: %s.'
+             % (plan['limit'], plan['total'], plan['share'], ', '.join(n['host'] for n in plan['drain']) or 'none')]
+    lines += ['%s: unhealthy (needs %s), left in service by the brake: the nodes that need more went first. Drain it '
+              'yourself, or raise health_drain_max_share.' % (n['host'], n['need']) for n in plan['braked']]
+    lines += ['%s: already drained by someone else (%s); left as it is, and gpufleet never undrains it.'
+              % (n['host'], n['reason'] or 'no reason given') for n in plan['foreign']]
+    lines += ['%s: already drained by gpufleet (%s).' % (n['host'], n['reason']) for n in plan['already']]
+    return lines

@@ -38,7 +38,7 @@ NO_DATA_REASON = 'No health data: the host was unreachable or failed before the 
 def _host(name, data):
     if not data:
         return {'host': name, 'status': 'no_data', 'healthy': False, 'reason': NO_DATA_REASON, 'driver': {},
-                'gpus': [], 'mig_devices': [], 'findings': [], 'checks': [],
+                'gpus': [], 'mig_devices': [], 'findings': [], 'already_reported': [], 'checks': [],
                 'summary': dict.fromkeys(SEVERITIES, 0), 'expected': {}, 'failure': None}
     gpus = [dict((k, v) for k, v in gpu.items() if k not in DROPPED_GPU_KEYS) for gpu in data.get('gpus') or []]
     findings = list(data.get('findings') or [])
@@ -55,6 +55,7 @@ def _host(name, data):
         'gpus': gpus,
         'mig_devices': list(data.get('mig_devices') or []),
         'findings': findings,
+        'already_reported': list(data.get('already_reported') or []),
         'checks': list(data.get('checks') or []),
         'summary': summary,
         'expected': dict(data.get('expected') or {}),

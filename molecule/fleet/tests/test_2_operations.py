@@ -2,8 +2,14 @@
 
 In order, on the fleet converged at branch 570:
   1. health.yml: the report is written and every node is healthy;
-  2. Xid 79 on one GPU of the HGX node: health.yml with draining on reports it
-     unhealthy and Slurm shows the node drained with the reason;
+  2. the health brake on ten inventory hosts (the three nodes and seven more
+     names for the HGX's container, with a kernel log of their own): Xid 79 on
+     the HGX, Xid 48 on the L40S, which someone else drained in Slurm before,
+     and Xid 63 on the A100. health.yml with draining on and the default 10 %
+     brake drains the HGX only (the costliest need), reports the A100 as left
+     alone by the brake and the L40S as drained by someone else, whose Slurm
+     reason stays; a second run raises none of the Xids again (they are
+     remembered on the nodes) and drains nothing;
   3. driver_upgrade.yml to 580 in batches of one, by name (A100, HGX, L40S),
      the HGX failing its verification (a GPU fallen off the bus at every
      boot): the A100 is drained, upgraded, rebooted (its MIG layout back),
@@ -23,6 +29,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -32,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "_shared"))
 import gpu_faults  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from fleet import (  # noqa: E402  pylint: disable=wrong-import-position,import-error
-    GPU_NODES, driver, out, package_version, put, record, restarts, run, sh, slurm_node)
+    CONTROLLER, GPU_NODES, driver, out, package_version, put, record, restarts, run, sh, slurm_node)
 
 # The headless Chromium check of the unit tests, here on the fleet's own report.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".collections"))
@@ -55,9 +62,13 @@ def job(name, playbook, extravars=None):
     return run(os.path.join(WORK, name), INVENTORY, playbook, name, extravars)
 
 
+def bus_id(node, index=0):
+    return out(node, "nvidia-smi -i %d --query-gpu=pci.bus_id --format=csv,noheader" % index)
+
+
 def xid79(node, index=0):
     """Xid 79 on a GPU, as the driver logs it."""
-    return gpu_faults.xid79(out(node, "nvidia-smi -i %d --query-gpu=pci.bus_id --format=csv,noheader" % index))
+    return gpu_faults.xid79(bus_id(node, index))
 
 
 def health_report(directory):
@@ -110,21 +121,82 @@ def test_1_health_report_all_healthy():
     assert os.path.isdir(os.path.join(result.dir, "job_events")) and result.stdout
 
 
-def test_2_xid_drains_the_node_in_slurm():
+# Seven more inventory names for the HGX's container: a fleet of ten for the
+# drain brake. Each has a kernel log and a health memory of its own, and is
+# healthy; the HGX's GPUs, DCGM engine and expectations are the HGX's.
+ALIAS_LOG = "/run/gpufleet-test/kern-alias.log"
+ALIASES = dict(("fleet-hgx-name%d" % n, {
+    "ansible_host": "fleet-hgx", "nvidia_driver_expected_gpu_count": 8, "dcgm_port": 5610,
+    "health_kernel_log_path": ALIAS_LOG, "health_state_path": "/var/lib/gpufleet/health-state-name%d.json" % n})
+    for n in range(2, 9))
+FOREIGN_REASON = "fan replacement, ticket 4711"
+
+
+def fleet_of_ten(name, playbook, extravars):
+    """The job on the three nodes and the HGX's seven other names (an inventory file beside Molecule's)."""
+    inventory = os.path.join(WORK, "inventory-" + name)
+    if os.path.exists(inventory):
+        shutil.rmtree(inventory)
+    shutil.copytree(INVENTORY, inventory)
+    with open(os.path.join(inventory, "zz-aliases.json"), "w") as handle:
+        json.dump({"gpu_nodes": {"hosts": ALIASES}}, handle, indent=1)
+    return run(os.path.join(WORK, name), inventory, playbook, name, extravars)
+
+
+def test_2_drain_brake_foreign_drains_and_xids_reported_once():
+    put("fleet-hgx", ALIAS_LOG, "")
     put("fleet-hgx", KERN_LOG, xid79("fleet-hgx", 3), append=True)
+    put("fleet-l40s", KERN_LOG, gpu_faults.xid(bus_id("fleet-l40s", 1), 48, "An uncorrectable double bit error (DBE) "
+                                               "has been detected on GPU in the framebuffer at partition 1, subpartition "
+                                               "0."), append=True)
+    put("fleet-a100", KERN_LOG, gpu_faults.xid(bus_id("fleet-a100", 0), 63, "Row Remapper: New row marked for "
+                                               "remapping, reset gpu to activate."), append=True)
+    sh(CONTROLLER, "scontrol update NodeName=fleet-l40s State=DRAIN Reason='%s'" % FOREIGN_REASON)
+    drain = {"health_drain_unhealthy": True, "health_drain_hook": "slurm"}
     report_dir = os.path.join(WORK, "report-2")
-    result = job("health-2", "playbooks/health.yml",
-                 {"health_report_dir": report_dir, "health_drain_unhealthy": True, "health_drain_hook": "slurm"})
+    result = fleet_of_ten("health-2", "playbooks/health.yml", dict(drain, health_report_dir=report_dir))
     assert result.status == "successful", result.summary()
     assert result.failed() == [], result.summary()
-    assert report_hosts(health_report(report_dir)) == {"fleet-hgx": False, "fleet-l40s": True, "fleet-a100": True}
+    report = health_report(report_dir)
+    healthy = report_hosts(report)
+    assert len(healthy) == 10 and sorted(n for n in healthy if not healthy[n]) == sorted(GPU_NODES), healthy
+    codes = dict((h["host"], sorted(f["code"] for f in h["findings"])) for h in report["hosts"])
+    assert codes["fleet-hgx"] == ["xid_79"] and codes["fleet-l40s"] == ["xid_48"] and codes["fleet-a100"] == ["xid_63"]
+    actions = dict((h["host"], [f["action"] for f in h["findings"]]) for h in report["hosts"] if h["findings"])
+    assert actions == {"fleet-hgx": ["reboot"], "fleet-l40s": ["reset"], "fleet-a100": ["reset"]}, actions
+    # 10 % of ten hosts: one drain, the costliest need (Xid 79: reboot); the others named with why.
     hgx = slurm_node("fleet-hgx")
-    assert "DRAIN" in hgx["state"] and re.search(r"gpu health.*xid", hgx["reason"], re.I), hgx["text"]
+    assert "DRAIN" in hgx["state"] and re.search(r"gpu health.*xid_79", hgx["reason"], re.I), hgx["text"]
     assert record("fleet-hgx")["reason"] == hgx["reason"]
-    for node in ("fleet-l40s", "fleet-a100"):
-        assert "DRAIN" not in slurm_node(node)["state"]
-    # Only the unhealthy node changed (its drain).
+    assert "DRAIN" not in slurm_node("fleet-a100")["state"] and record("fleet-a100") is None
+    l40s = slurm_node("fleet-l40s")
+    assert "DRAIN" in l40s["state"] and l40s["reason"] == FOREIGN_REASON and record("fleet-l40s") is None, l40s
+    stdout = result.stdout
+    assert ("Drain brake: 1 of 10 hosts (health_drain_max_share 10%) may be drained in one run; drained now: "
+            "fleet-hgx.") in stdout
+    assert "fleet-a100: unhealthy (needs reset), left in service by the brake" in stdout
+    assert "fleet-l40s: already drained by someone else (%s)" % FOREIGN_REASON in stdout
+    # Only the drained node changed.
     assert result.changed("fleet-hgx") > 0 and result.changed("fleet-l40s") == result.changed("fleet-a100") == 0
+
+    # The next run: every Xid was reported on its node's memory, none is raised again, nothing is drained.
+    again = fleet_of_ten("health-2b", "playbooks/health.yml",
+                         dict(drain, health_report_dir=os.path.join(WORK, "report-2b")))
+    assert again.status == "successful" and again.failed() == [], again.summary()
+    report = health_report(os.path.join(WORK, "report-2b"))
+    assert all(report_hosts(report).values()), report_hosts(report)
+    already = dict((h["host"], [f["code"] for f in h["already_reported"]]) for h in report["hosts"]
+                   if h["already_reported"])
+    assert already == {"fleet-hgx": ["xid_79"], "fleet-l40s": ["xid_48"], "fleet-a100": ["xid_63"]}, already
+    assert all(again.changed(node) == 0 for node in GPU_NODES), again.stats
+    assert "DRAIN" not in slurm_node("fleet-a100")["state"] and slurm_node("fleet-l40s")["reason"] == FOREIGN_REASON
+    assert "DRAIN" in slurm_node("fleet-hgx")["state"]
+
+    # Someone else resumes the L40S; the L40S's and A100's Xids leave the kernel log (the HGX keeps its own and
+    # stays drained for the upgrade of test 3).
+    sh(CONTROLLER, "scontrol update NodeName=fleet-l40s State=RESUME")
+    for node in ("fleet-l40s", "fleet-a100"):
+        sh(node, "sed -i '/NVRM: Xid/d' %s" % KERN_LOG)
 
 
 def _boot_xid(node, gpu):

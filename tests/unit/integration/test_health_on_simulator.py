@@ -224,8 +224,15 @@ def test_only_unhealthy_nodes_are_drained_and_only_when_asked(fleet, tmp_path):
              'drain_command': ['/bin/sh', '-c', 'echo "$GPUFLEET_DRAIN_NODE $GPUFLEET_DRAIN_REASON" >> %s' % drained],
              'drain_undrain_command': ['/bin/true']}
     host_vars = dict((name, {'drain_record_file': str(tmp_path / ('record-' + name))}) for name in fleet.hosts)
-    results, _stdout = fleet.play(host_vars=host_vars, group_vars=drain)
+    # The default brake (10 % of the play's 3 hosts, rounded down) drains no node and says so.
+    results, stdout = fleet.play(host_vars=host_vars, group_vars=drain)
     assert [name for name, result in results.items() if not result['gpu_health']['healthy']] == ['a100mig01']
+    assert not drained.exists()
+    assert 'Drain brake: 0 of 3 hosts (health_drain_max_share 10%) may be drained in one run; drained now: none.' in stdout
+    assert 'a100mig01: unhealthy (needs reboot), left in service by the brake' in stdout
+    # A share that lets one of three through. The Xid is remembered (health_state_path): a fresh state file.
+    fleet.hosts['a100mig01'].remove('var/lib/gpufleet/health-state.json')
+    results, _stdout = fleet.play(host_vars=host_vars, group_vars=dict(drain, health_drain_max_share=34))
     lines = drained.read_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith('a100mig01 ') and 'gpu health: xid_79' in lines[0]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith('record-')) == ['record-a100mig01']

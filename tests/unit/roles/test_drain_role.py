@@ -98,8 +98,9 @@ def test_none_hook_runs_nothing():
 
 def test_every_entry_point_takes_the_hook_options():
     specs = load('drain', 'meta', 'argument_specs.yml')['argument_specs']
-    assert sorted(specs) == ['check', 'drain', 'record', 'undrain', 'wait_idle']
+    assert sorted(specs) == ['check', 'drain', 'read', 'record', 'undrain', 'wait_idle']
     common = set(specs['drain']['options'])
+    assert set(specs['read']['options']) == common
     for name in ('check', 'record', 'undrain', 'wait_idle'):
         assert common <= set(specs[name]['options']), name
     assert set(specs['check']['options']) == set(specs['wait_idle']['options'])

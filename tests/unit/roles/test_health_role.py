@@ -62,9 +62,15 @@ def test_nothing_is_drained_by_default_and_the_drain_role_is_called_as_agreed():
     main = load('health', 'tasks', 'main.yml')
     drain_stage = [task for task in main if task.get('ansible.builtin.import_tasks') == 'drain.yml'][0]
     assert drain_stage['when'] == '__health_inputs.drain_unhealthy'
-    task = load('health', 'tasks', 'drain.yml')[0]
-    assert task['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'drain'}
-    assert set(task['vars']) == {'drain_hook', 'drain_reason'}
+    tasks = load('health', 'tasks', 'drain.yml')
+    read, drain = [task for task in tasks if 'ansible.builtin.include_role' in task]
+    # First the read-only state of the unhealthy nodes, then the drain of the nodes the brake lets through.
+    assert read['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'read'}
+    assert set(read['vars']) == {'drain_hook'} and read['when'] == 'not gpu_health.healthy'
+    assert drain['ansible.builtin.include_role'] == {'name': 'gpufleet.nvidia.drain', 'tasks_from': 'drain'}
+    assert set(drain['vars']) == {'drain_hook', 'drain_reason'}
+    assert '__health_drain_plan.drain' in drain['when']
+    assert defaults('health')['health_drain_max_share'] == 10
 
 
 def test_the_playbook_is_one_play_of_the_role():

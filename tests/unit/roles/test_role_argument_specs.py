@@ -47,8 +47,10 @@ NOT_INPUTS = {
                      'cuda_toolkit_forward_compat_versions', 'cuda_toolkit_nvcc_versions'},
     'cudnn': {'cudnn_installed_version', 'cudnn_installed_cuda_major', 'cudnn_packages'},
     'dcgm': {'dcgm_diag_result'},
-    # The gpufleet.nvidia.health_catalog_problems filter and its module_utils file.
-    'health': {'health_catalog_problems', 'health_catalog'},
+    # The result of the read entry point, for the playbooks that decide whom to drain.
+    'drain': {'drain_state'},
+    # The gpufleet.nvidia.health_catalog_problems and health_drain_plan filters, the catalog's module_utils file.
+    'health': {'health_catalog_problems', 'health_catalog', 'health_drain_plan'},
     # The results of the internal role's entry points, read by the roles that include it.
     'repository': {'repository_changed', 'repository_ready', 'repository_cuda', 'repository_key'},
     'fabric_manager': {'fabric_manager_nvswitch_present', 'fabric_manager_nvswitches', 'fabric_manager_driver_version',

@@ -102,3 +102,49 @@ def test_the_report_carries_fleet_findings_without_changing_a_nodes_status(nodes
                                     'source': 'gpufleet', 'findings': 1, 'hosts': 1, 'gpus': 1}]
     with pytest.raises(ValueError, match='fleet_outlier_temp'):
         build_report(results, 'now', thresholds={'fleet_outlier_temp': 3})
+
+
+def _unhealthy(action, critical=1, state=None):
+    findings = [{'code': 'x', 'severity': 'critical', 'action': action}] * critical
+    return {'healthy': False, 'findings': findings, 'checks': [], 'drain_state': state}
+
+
+def test_the_brake_drains_the_costliest_need_first_and_names_the_rest():
+    from ansible_collections.gpufleet.nvidia.plugins.plugin_utils.fleet_health import drain_plan
+    nodes = dict(('node%02d' % n, {'healthy': True, 'findings': [], 'checks': []}) for n in range(10))
+    nodes['node03'] = _unhealthy('reset')
+    nodes['node05'] = _unhealthy('reboot')
+    nodes['node08'] = _unhealthy('reset', critical=2)
+    plan = drain_plan(nodes, 10, 10)
+    assert plan['limit'] == 1 and plan['drain'] == [{'host': 'node05', 'need': 'reboot'}]
+    assert plan['braked'] == [{'host': 'node08', 'need': 'reset'}, {'host': 'node03', 'need': 'reset'}]
+    assert drain_plan(nodes, 30, 10)['braked'] == [] and drain_plan(nodes, 0, 10)['drain'] == []
+    # 10 % of 5 hosts is no host: the brake rounds down.
+    assert drain_plan(nodes, 10, 5)['limit'] == 0
+
+
+def test_drained_nodes_do_not_count_and_foreign_drains_are_never_touched():
+    from ansible_collections.gpufleet.nvidia.plugins.plugin_utils.fleet_health import drain_plan
+    nodes = {
+        'a': _unhealthy('rma', state={
+            'drained': True, 'by': 'someone else', 'reason': 'bad fan, ticket 4711', 'state': 'IDLE+DRAIN'}),
+        'b': _unhealthy('reboot', state={'drained': True, 'by': 'gpufleet.nvidia', 'reason': 'gpufleet: gpu health'}),
+        'c': _unhealthy('drain', state={'drained': False, 'by': None}),
+        'd': {'healthy': False, 'findings': [{'code': 'persistence_mode_off', 'severity': 'warning', 'action': 'none'}],
+              'checks': [{'name': 'cdi', 'status': 'fail'}]},
+    }
+    plan = drain_plan(nodes, 50, 4)
+    assert plan['foreign'] == [{'host': 'a', 'reason': 'bad fan, ticket 4711', 'state': 'IDLE+DRAIN'}]
+    assert plan['already'] == [{'host': 'b', 'reason': 'gpufleet: gpu health'}]
+    # A failed check counts as drain; by name after that.
+    assert plan['drain'] == [{'host': 'c', 'need': 'drain'}, {'host': 'd', 'need': 'drain'}] and plan['braked'] == []
+    assert plan['message'] == [
+        'Drain brake: 2 of 4 hosts (health_drain_max_share 50%) may be drained in one run; drained now: c, d.',
+        'a: already drained by someone else (bad fan, ticket 4711); left as it is, and gpufleet never undrains it.',
+        'b: already drained by gpufleet (gpufleet: gpu health).']
+    # Fleet findings and findings below fail_on do not raise a node's need.
+    nodes['c']['findings'] = [
+        {'code': 'fleet_version_mismatch', 'severity': 'warning', 'action': 'rma', 'fleet': True},
+        {'code': 'y', 'severity': 'info', 'action': 'reboot'},
+        {'code': 'z', 'severity': 'critical', 'action': 'drain'}]
+    assert drain_plan(nodes, 50, 4)['drain'][0] == {'host': 'c', 'need': 'drain'}
