@@ -23,7 +23,10 @@ In order, on the fleet converged at branch 570:
   5. site.yml at 580 on the live fleet: the L40S gets 580 installed and,
      until its reboot, the container toolkit and DCGM skip it;
   6. the upgrade again: the L40S is rebooted, verified and resumed;
-  7. site.yml at 580 changes nothing.
+  7. site.yml at 580 changes nothing;
+  8. the node-local health check (health_node_local) on the A100: installed by
+     the health role, run by hand without Ansible, then as the real slurmd's
+     HealthCheckProgram, which drains the node itself on an Xid 79.
 """
 import json
 import os
@@ -32,6 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -126,7 +130,8 @@ def test_1_health_report_all_healthy():
 # healthy; the HGX's GPUs, DCGM engine and expectations are the HGX's.
 ALIAS_LOG = "/run/gpufleet-test/kern-alias.log"
 ALIASES = dict(("fleet-hgx-name%d" % n, {
-    "ansible_host": "fleet-hgx", "nvidia_driver_expected_gpu_count": 8, "dcgm_port": 5610,
+    "ansible_host": "fleet-hgx", "ansible_connection": "gpufleet_nsenter", "nvidia_driver_expected_gpu_count": 8,
+    "dcgm_port": 5610,
     "health_kernel_log_path": ALIAS_LOG, "health_state_path": "/var/lib/gpufleet/health-state-name%d.json" % n})
     for n in range(2, 9))
 FOREIGN_REASON = "fan replacement, ticket 4711"
@@ -315,3 +320,43 @@ def test_7_site_changes_nothing_after_the_upgrade():
     assert result.failed() == [], result.summary()
     assert dict((node, result.changed(node)) for node in GPU_NODES) == dict((node, 0) for node in GPU_NODES), \
         result.summary()
+
+
+def test_8_node_local_health_check_drains_through_the_real_slurmd():
+    # The health role installs the catalog on the A100 node (health_node_local), with the settings of its inputs.
+    local = job("health-node-local", "playbooks/health.yml",
+                {"health_node_local": True, "health_report_dir": os.path.join(WORK, "report-8")})
+    assert local.status == "successful" and local.failed() == [], local.summary()
+    assert local.changed("fleet-a100") > 0
+    assert out("fleet-a100", "systemctl is-enabled gpufleet-health.timer").strip() == "enabled"
+    # Run by hand, without Ansible: healthy, the series written for node_exporter.
+    done = sh("fleet-a100", "/usr/local/sbin/gpufleet-health --textfile /var/lib/prometheus/node-exporter")
+    assert "gpufleet-health: healthy, 0 finding(s)" in done.stdout, done.stdout
+    assert "gpufleet_health_healthy 1" in out("fleet-a100", "cat /var/lib/prometheus/node-exporter/gpufleet_health.prom")
+    again = job("health-node-local-again", "playbooks/health.yml",
+                {"health_node_local": True, "health_report_dir": os.path.join(WORK, "report-8b")})
+    assert all(again.changed(node) == 0 for node in GPU_NODES), again.stats
+
+    # Slurm's own health check: slurmd runs HealthCheckProgram when it starts, before it registers. A GPU fell off
+    # the bus; the node drains itself with the finding as its reason.
+    put("fleet-a100", KERN_LOG, xid79("fleet-a100", 0), append=True)
+    conf = "/etc/slurm/slurm.conf"
+    sh("fleet-a100", "cp %s %s.before-health && printf 'HealthCheckProgram=/usr/local/sbin/gpufleet-health\\n"
+                     "HealthCheckInterval=3600\\n' >> %s && systemctl restart slurmd" % (conf, conf, conf))
+    try:
+        node = slurm_node("fleet-a100")
+        for _second in range(60):
+            if "DRAIN" in node["state"]:
+                break
+            time.sleep(1)
+            node = slurm_node("fleet-a100")
+        assert "DRAIN" in node["state"] and node["reason"].startswith("gpu health: xid_79"), node["text"]
+        # Only slurmd runs it with --slurm (its default without arguments): the timer writes metrics only.
+        # The next health check (the same Xid, remembered) leaves the drain as it is: the node is resumed by people.
+        done = sh("fleet-a100", "/usr/local/sbin/gpufleet-health", check=False)
+        assert done.returncode == 0 and "already reported: xid_79" in done.stdout, done.stdout
+        assert "DRAIN" in slurm_node("fleet-a100")["state"]
+    finally:
+        sh("fleet-a100", "mv %s.before-health %s && sed -i '/NVRM: Xid/d' %s && systemctl restart slurmd"
+           % (conf, conf, KERN_LOG))
+        sh(CONTROLLER, "scontrol update NodeName=fleet-a100 State=RESUME")

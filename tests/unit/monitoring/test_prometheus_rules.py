@@ -113,3 +113,23 @@ def test_promtool_checks_a_prometheus_yml_with_the_shipped_job(promtool, tmp_pat
     assert rc == 0, out
     assert 'SUCCESS: %d rules found' % len(JOB.alert_rules()) in out, out
     assert 'SUCCESS: %s is valid prometheus config file syntax' % config in out, out
+
+
+# --- the node-local health check's rules (roles/health/files) --------------------------------
+
+HEALTH_ALERTS = os.path.join(REPO_ROOT, 'roles', 'health', 'files', 'gpufleet-health-alerts.yml')
+HEALTH_RULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'health-alerts.test.yml')
+
+
+def test_promtool_checks_and_tests_the_health_rules(promtool):
+    rules = [rule for group in _load(HEALTH_ALERTS)['groups'] for rule in group['rules']]
+    rc, out = run(promtool, 'check', 'rules', HEALTH_ALERTS)
+    assert rc == 0 and 'SUCCESS: %d rules found' % len(rules) in out, out
+    rc, out = run(promtool, 'test', 'rules', HEALTH_RULE_TESTS)
+    assert rc == 0 and 'SUCCESS' in out and 'FAILED' not in out, out
+    cases = [case for test in _load(HEALTH_RULE_TESTS)['tests'] for case in test['alert_rule_test']]
+    for rule in rules:
+        mine = [case for case in cases if case['alertname'] == rule['alert']]
+        assert any(case['exp_alerts'] for case in mine) and any(not case['exp_alerts'] for case in mine), rule['alert']
+        assert rule['labels']['severity'] in SEVERITIES and set(re.findall(r'\bgpufleet_health_\w+', rule['expr'])) <= {
+            'gpufleet_health_finding', 'gpufleet_health_last_run_timestamp_seconds'}, rule['alert']

@@ -1,0 +1,305 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nvidia contributors
+# GNU General Public License v3.0+ (see LICENSES or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The health catalog on the node itself, without an Ansible controller.
+
+The gpufleet.nvidia.health role installs this script (health_node_local) with
+the collection's own module_utils files beside it - the nvidia-smi parsers,
+the health checks, the catalog and the memory between runs - so that the node
+judges itself exactly as the nvidia_gpu_health module does. Two uses:
+
+  --slurm     as Slurm's HealthCheckProgram: a node whose checks find it
+              unhealthy drains itself (scontrol update ... State=DRAIN), with
+              the finding codes as the reason, unless someone else already
+              drained it. It never resumes a node. Slurm kills the program
+              after 60 s (22.05 to 25.11), so everything here is bounded.
+  --textfile  for node_exporter's textfile collector: one series
+              gpufleet_health_finding{code,severity,action,source,gpu} per
+              finding, the time of the run and whether the check itself ran.
+
+Run: python3 gpufleet_health_node.py --config /etc/gpufleet/health-node.json [--slurm] [--textfile DIR]
+Exit status: 0 healthy, 1 unhealthy, 2 the check could not run (bad configuration).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = 'ansible_collections.gpufleet.nvidia.plugins.module_utils'
+EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_ERROR = 0, 1, 2
+DEFAULTS = {
+    'nvidia_smi': 'nvidia-smi', 'timeout': 20, 'expected_gpu_count': None, 'fail_on': 'warning',
+    'thresholds': {}, 'check_overrides': {}, 'ignore_xids': [], 'require_persistence': True,
+    'nvlink': 'never', 'kernel_log_source': 'auto', 'kernel_log_path': '', 'xid_window': '24h',
+    'state_path': '/var/lib/gpufleet/health-state-node.json', 'scontrol': 'scontrol', 'slurm_node': '',
+    'drain_reason_prefix': 'gpufleet: gpu health', 'textfile_name': 'gpufleet_health.prom',
+}
+
+
+def _install_package_path():
+    """Let the collection's module_utils files, installed beside this script, import each other under the
+    collection's own names (their import lines stay those of the collection)."""
+    parts = PACKAGE.split('.')
+    for depth in range(1, len(parts) + 1):
+        name = '.'.join(parts[:depth])
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            module.__path__ = [HERE] if depth == len(parts) else []
+            sys.modules[name] = module
+
+
+_install_package_path()
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import health_state  # noqa: E402
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import (  # noqa: E402
+    Catalog,
+    evaluate,
+    events_within,
+    health_view,
+    is_healthy,
+    parse_duration,
+    parse_xid_events,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (  # noqa: E402
+    classify_failure,
+    parse_nvlink_errors,
+    parse_nvlink_status,
+    parse_xml,
+)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used: the check does not run."""
+
+
+def load_config(path):
+    try:
+        with open(path) as handle:
+            given = json.load(handle)
+    except (IOError, OSError, ValueError) as exc:
+        raise ConfigError('cannot read %s: %s' % (path, exc))
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError('%s: unknown setting(s) %s' % (path, ', '.join(unknown)))
+    config = dict(DEFAULTS, **given)
+    try:
+        config['window'] = parse_duration(config['xid_window'])
+        config['catalog'] = Catalog(thresholds=config['thresholds'], checks=config['check_overrides'])
+    except ValueError as exc:
+        raise ConfigError('%s: %s' % (path, exc))
+    return config
+
+
+def run(argv, timeout):
+    """(rc, stdout, stderr); rc 124 when it ran out of time, 127 when the program is missing."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return 124, '', '%s timed out after %s seconds' % (argv[0], timeout)
+    except (IOError, OSError) as exc:
+        return 127, '', '%s: %s' % (argv[0], exc)
+    return done.returncode, done.stdout, done.stderr
+
+
+def read_gpus(config):
+    """(GPU records, smi_failure or None, seconds)."""
+    started = time.monotonic()
+    rc, stdout, stderr = run([config['nvidia_smi'], '-q', '-x'], config['timeout'])
+    seconds = time.monotonic() - started
+    failure = classify_failure(rc, stdout, stderr)
+    if rc != 0 or (failure.reason and '<nvidia_smi_log' not in stdout):
+        return [], {'reason': failure.reason or 'unknown', 'hint': failure.hint, 'rc': rc,
+                    'pci_bus_id': failure.pci_bus_id, 'stdout': stdout, 'stderr': stderr}, seconds
+    try:
+        return [health_view(gpu) for gpu in parse_xml(stdout)['gpus']], None, seconds
+    except ValueError as exc:
+        return [], {'reason': 'unknown', 'hint': 'nvidia-smi -q -x printed no report this script reads: %s' % exc,
+                    'rc': rc, 'pci_bus_id': None, 'stdout': '', 'stderr': ''}, seconds
+
+
+def read_nvlink(config, gpu_count):
+    """(status, error counters, nvlink_error)."""
+    mode = config['nvlink']
+    if mode == 'never' or (mode == 'auto' and gpu_count < 2):
+        return None, None, None
+    severity = 'warning' if mode == 'always' else 'info'
+    parsed = []
+    for args, parse in ((['nvlink', '-s'], parse_nvlink_status), (['nvlink', '-e'], parse_nvlink_errors)):
+        rc, stdout, stderr = run([config['nvidia_smi']] + args, config['timeout'])
+        if rc != 0:
+            return None, None, (severity, 'nvidia-smi %s failed with rc %s: %s'
+                                % (' '.join(args), rc, (stderr or stdout).strip()[:200]))
+        try:
+            parsed.append(parse(stdout))
+        except ValueError as exc:
+            return None, None, (severity, 'nvidia-smi %s output not understood: %s' % (' '.join(args), exc))
+        if not any(gpu['links'] for gpu in parsed[0]):
+            return parsed[0], None, None
+    return parsed[0], parsed[1], None
+
+
+def _uptime():
+    try:
+        with open('/proc/uptime') as handle:
+            return float(handle.read().split()[0])
+    except (IOError, OSError, ValueError, IndexError):
+        return None
+
+
+def read_kernel_log(config):
+    """(events, error text or None)."""
+    source, window = config['kernel_log_source'], config['window']
+    if source == 'none':
+        return [], None
+    if source == 'file':
+        try:
+            with open(config['kernel_log_path'], 'rb') as handle:
+                return parse_xid_events(handle.read().decode('utf-8', 'replace')), None
+        except (IOError, OSError) as exc:
+            return [], 'cannot read %s: %s' % (config['kernel_log_path'], exc)
+    if source in ('auto', 'journal'):
+        args = ['journalctl', '-k', '--no-pager', '--quiet', '--output=short-iso']
+        if window is not None:
+            args.append('--since=-%ds' % window)
+        rc, stdout, stderr = run(args, config['timeout'])
+        if rc == 0 and (stdout.strip() or source == 'journal'):
+            return parse_xid_events(stdout), None
+        if source == 'journal':
+            return [], 'journalctl failed with rc %s: %s' % (rc, stderr.strip()[:200])
+    rc, stdout, stderr = run(['dmesg'], config['timeout'])
+    if rc != 0:
+        return [], 'dmesg failed with rc %s: %s' % (rc, stderr.strip()[:200])
+    return events_within(parse_xid_events(stdout), _uptime(), window), None
+
+
+def judge(config):
+    """The findings of this node, the ones already reported, and the time the reading took."""
+    state = health_state.load(config['state_path']) if config['state_path'] else health_state.empty()
+    previous = state.get('readings') or None
+    now = time.time()
+    gpus, smi_failure, seconds = read_gpus(config)
+    nvlink, nvlink_errors, nvlink_error = (None, None, None) if smi_failure else read_nvlink(config, len(gpus))
+    events, log_error = read_kernel_log(config)
+    findings = evaluate(
+        gpus, events, thresholds={'require_persistence': config['require_persistence'],
+                                  'ignore_xids': config['ignore_xids']},
+        expected_count=config['expected_gpu_count'], nvlink=nvlink, smi_failure=smi_failure, smi_seconds=seconds,
+        kernel_log_error=log_error, nvlink_error=nvlink_error, catalog=config['catalog'],
+        nvlink_errors=nvlink_errors, previous=previous, now=now)
+    findings, already, remembered = health_state.remember_events(findings, state, now)
+    if config['state_path']:
+        readings = health_state.readings(gpus, nvlink_errors, now) if gpus else (previous or {'time': now, 'gpus': {}})
+        try:
+            health_state.save(config['state_path'], dict(state, readings=readings, events=remembered))
+        except (IOError, OSError) as exc:
+            print('gpufleet-health: the state could not be written to %s: %s' % (config['state_path'], exc),
+                  file=sys.stderr)
+    return findings, already, now
+
+
+def _label(value):
+    return str(value).replace('\\', '\\\\').replace('"', '\\"').replace('\n', ' ')
+
+
+def textfile(findings, healthy, now, seconds):
+    """node_exporter textfile collector format."""
+    lines = [
+        '# HELP gpufleet_health_finding A finding of the gpufleet health catalog on this node (1 while present).',
+        '# TYPE gpufleet_health_finding gauge',
+    ]
+    seen = set()
+    for finding in findings:
+        gpu = (finding.get('gpu') or {})
+        where = gpu.get('index') if gpu.get('index') is not None else (gpu.get('pci_bus_id') or 'host')
+        labels = (finding['code'], finding['severity'], finding.get('action') or 'none', finding.get('source') or '',
+                  where)
+        if labels in seen:
+            continue
+        seen.add(labels)
+        lines.append('gpufleet_health_finding{code="%s",severity="%s",action="%s",source="%s",gpu="%s"} 1'
+                     % tuple(_label(value) for value in labels))
+    lines += [
+        '# HELP gpufleet_health_healthy Whether the last run found the node healthy (1) or not (0).',
+        '# TYPE gpufleet_health_healthy gauge',
+        'gpufleet_health_healthy %d' % (1 if healthy else 0),
+        '# HELP gpufleet_health_last_run_timestamp_seconds When the node-local health check last ran.',
+        '# TYPE gpufleet_health_last_run_timestamp_seconds gauge',
+        'gpufleet_health_last_run_timestamp_seconds %.3f' % now,
+        '# HELP gpufleet_health_run_seconds How long the last run took.',
+        '# TYPE gpufleet_health_run_seconds gauge',
+        'gpufleet_health_run_seconds %.3f' % seconds,
+    ]
+    return '\n'.join(lines) + '\n'
+
+
+def write_textfile(directory, name, text):
+    """Atomically, as node_exporter asks: it must never read half a file."""
+    handle, temporary = tempfile.mkstemp(prefix='.' + name + '.', dir=directory)
+    with os.fdopen(handle, 'w') as out:
+        out.write(text)
+    os.chmod(temporary, 0o644)
+    os.rename(temporary, os.path.join(directory, name))
+
+
+def slurm_drain(config, findings):
+    """Drain this node in Slurm with the finding codes, unless it is drained already (by us or anyone)."""
+    node = config['slurm_node'] or socket.gethostname().split('.')[0]
+    rc, stdout, stderr = run([config['scontrol'], '--oneliner', 'show', 'node', node], config['timeout'])
+    if rc != 0:
+        return 'scontrol show node %s failed (rc %s): %s' % (node, rc, (stderr or stdout).strip()[:200])
+    state = (stdout.split('State=', 1)[1].split()[0] if 'State=' in stdout else '')
+    if 'DRAIN' in state:
+        return '%s is already drained (%s); its reason is left as it is' % (node, state)
+    codes = []
+    for finding in findings:
+        if finding['code'] not in codes:
+            codes.append(finding['code'])
+    reason = '%s: %s' % (config['drain_reason_prefix'], ','.join(codes))
+    rc, stdout, stderr = run([config['scontrol'], 'update', 'NodeName=%s' % node, 'State=DRAIN',
+                              'Reason=%s' % reason[:250]], config['timeout'])
+    if rc != 0:
+        return 'scontrol update NodeName=%s State=DRAIN failed (rc %s): %s' % (node, rc, (stderr or stdout).strip()[:200])
+    return 'drained %s: %s' % (node, reason)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description='The gpufleet health catalog on this node.')
+    parser.add_argument('--config', default='/etc/gpufleet/health-node.json')
+    parser.add_argument('--slurm', action='store_true', help='drain this node in Slurm when it is unhealthy')
+    parser.add_argument('--textfile', metavar='DIR', help="write node_exporter's textfile metrics into DIR")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print('gpufleet-health: %s' % exc, file=sys.stderr)
+        return EXIT_ERROR
+    findings, already, now = judge(config)
+    healthy = is_healthy(findings, config['fail_on'])
+    for finding in findings:
+        print('%s %s (%s): %s' % (finding['severity'], finding['code'], finding.get('action'), finding['evidence']))
+    for finding in already:
+        print('already reported: %s: %s' % (finding['code'], finding['evidence']))
+    print('gpufleet-health: %s, %d finding(s)' % ('healthy' if healthy else 'unhealthy', len(findings)))
+    if args.textfile:
+        write_textfile(args.textfile, config['textfile_name'],
+                       textfile(findings, healthy, now, time.monotonic() - started))
+    if args.slurm and not healthy:
+        counted = [f for f in findings if not is_healthy([f], config['fail_on'])]
+        print('gpufleet-health: %s' % slurm_drain(config, counted))
+    return EXIT_HEALTHY if healthy else EXIT_UNHEALTHY
+
+
+if __name__ == '__main__':
+    sys.exit(main())
