@@ -183,8 +183,8 @@ def read_kernel_log(config):
     return events_within(parse_xid_events(stdout), _uptime(), window), None
 
 
-def judge(config):
-    """The findings of this node, the ones already reported, and the time the reading took."""
+def judge(config, node_idle=None):
+    """The findings of this node, the ones already reported, and the time of the run."""
     state = health_state.load(config['state_path']) if config['state_path'] else health_state.empty()
     previous = state.get('readings') or None
     now = time.time()
@@ -196,7 +196,7 @@ def judge(config):
                                   'ignore_xids': config['ignore_xids']},
         expected_count=config['expected_gpu_count'], nvlink=nvlink, smi_failure=smi_failure, smi_seconds=seconds,
         kernel_log_error=log_error, nvlink_error=nvlink_error, catalog=config['catalog'],
-        nvlink_errors=nvlink_errors, previous=previous, now=now)
+        nvlink_errors=nvlink_errors, previous=previous, now=now, node_idle=node_idle)
     findings, already, remembered = health_state.remember_events(findings, state, now)
     if config['state_path']:
         readings = health_state.readings(gpus, nvlink_errors, now) if gpus else (previous or {'time': now, 'gpus': {}})
@@ -252,13 +252,17 @@ def write_textfile(directory, name, text):
     os.rename(temporary, os.path.join(directory, name))
 
 
-def slurm_drain(config, findings):
-    """Drain this node in Slurm with the finding codes, unless it is drained already (by us or anyone)."""
+def slurm_state(config):
+    """(node name, Slurm state such as IDLE+DRAIN or None, error text or None)."""
     node = config['slurm_node'] or socket.gethostname().split('.')[0]
     rc, stdout, stderr = run([config['scontrol'], '--oneliner', 'show', 'node', node], config['timeout'])
     if rc != 0:
-        return 'scontrol show node %s failed (rc %s): %s' % (node, rc, (stderr or stdout).strip()[:200])
-    state = (stdout.split('State=', 1)[1].split()[0] if 'State=' in stdout else '')
+        return node, None, 'scontrol show node %s failed (rc %s): %s' % (node, rc, (stderr or stdout).strip()[:200])
+    return node, (stdout.split('State=', 1)[1].split()[0] if 'State=' in stdout else ''), None
+
+
+def slurm_drain(config, findings, node, state):
+    """Drain this node in Slurm with the finding codes, unless it is drained already (by us or anyone)."""
     if 'DRAIN' in state:
         return '%s is already drained (%s); its reason is left as it is' % (node, state)
     codes = []
@@ -285,7 +289,14 @@ def main(argv=None):
     except ConfigError as exc:
         print('gpufleet-health: %s' % exc, file=sys.stderr)
         return EXIT_ERROR
-    findings, already, now = judge(config)
+    node = state = None
+    if args.slurm:
+        node, state, error = slurm_state(config)
+        if error:
+            print('gpufleet-health: %s' % error, file=sys.stderr)
+    # No job on the node (Slurm says so): GPU processes or memory in use are a finding.
+    node_idle = (not any(word in state for word in ('ALLOC', 'MIX', 'COMPLETING'))) if state else None
+    findings, already, now = judge(config, node_idle)
     healthy = is_healthy(findings, config['fail_on'])
     for finding in findings:
         print('%s %s (%s): %s' % (finding['severity'], finding['code'], finding.get('action'), finding['evidence']))
@@ -295,9 +306,9 @@ def main(argv=None):
     if args.textfile:
         write_textfile(args.textfile, config['textfile_name'],
                        textfile(findings, healthy, now, time.monotonic() - started))
-    if args.slurm and not healthy:
+    if args.slurm and not healthy and state is not None:
         counted = [f for f in findings if not is_healthy([f], config['fail_on'])]
-        print('gpufleet-health: %s' % slurm_drain(config, counted))
+        print('gpufleet-health: %s' % slurm_drain(config, counted, node, state))
     return EXIT_HEALTHY if healthy else EXIT_UNHEALTHY
 
 

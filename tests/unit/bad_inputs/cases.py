@@ -210,6 +210,9 @@ CASES = [
     role('health-override-action-unknown', 'health', {'health_check_overrides': {'xid_13': {'action': 'ignore'}}},
          'health_check_overrides.xid_13.action: must be one of none, watch, drain, reset, reboot, rma'),
     role('health-state-path-relative', 'health', {'health_state_path': 'state.json'}, 'health_state_path'),
+    role('health-idle-without-slurm', 'health', {'health_node_idle_from': 'drain_hook'}, 'health_node_idle_from'),
+    role('health-brake-over-100', 'health', {'health_drain_max_share': 150}, 'health_drain_max_share'),
+    role('health-node-local-interval', 'health', {'health_node_local_interval': 'hourly'}, 'health_node_local_interval'),
     # --- slurm_gres and drain (present when their roles are) -------------------------------------
     role('slurm-node-name', 'slurm_gres', {'slurm_gres_node_name': 'gpu 01'}, 'slurm_gres_node_name'),
     role('slurm-type-map-values', 'slurm_gres', {'slurm_gres_type_map': {'NVIDIA H100': 'h100 nvl'}}, 'slurm_gres_type_map'),

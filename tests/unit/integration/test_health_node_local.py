@@ -97,8 +97,8 @@ def test_a_healthy_node_exits_0_and_writes_its_series(node):
     text = metrics(node)
     assert 'gpufleet_health_healthy 1' in text and 'gpufleet_health_finding{' not in text
     assert 'gpufleet_health_last_run_timestamp_seconds ' in text
-    # Healthy: scontrol is not even asked.
-    assert scontrol_calls(node) == []
+    # Healthy: Slurm is asked only for the node's state (whether a job runs), nothing is changed.
+    assert scontrol_calls(node) == ['--oneliner show node hgx01']
 
 
 def test_an_xid_drains_the_node_once_and_is_remembered(node):
@@ -115,7 +115,21 @@ def test_an_xid_drains_the_node_once_and_is_remembered(node):
     # Slurm runs the program every HealthCheckInterval: the same Xid is not raised again, nothing more is asked.
     again = check(node, '--slurm', '--textfile', str(node['textfiles']))
     assert again.returncode == 0 and 'already reported: xid_79' in again.stdout
-    assert len(scontrol_calls(node)) == 2 and 'xid_79' not in metrics(node)
+    assert scontrol_calls(node)[2:] == ['--oneliner show node hgx01'] and 'xid_79' not in metrics(node)
+
+
+def test_gpu_processes_on_a_node_without_a_job(node):
+    pid = node['host'].start_workload('--gpu', '2', '--memory', '4096', '--name', 'python3')
+    try:
+        busy = check(node, '--slurm', FAKE_STATE='ALLOCATED')
+        assert busy.returncode == 0, busy.stdout + busy.stderr
+        idle = check(node, '--slurm', FAKE_STATE='IDLE')
+        assert idle.returncode == 1 and 'warning gpu_busy_while_idle (drain)' in idle.stdout, idle.stdout
+        assert 'pid %d' % pid in idle.stdout
+        assert scontrol_calls(node)[-1] == (
+            'update NodeName=hgx01 State=DRAIN Reason=gpufleet: gpu health: gpu_busy_while_idle')
+    finally:
+        node['host'].stop(pid)
 
 
 def test_a_node_drained_by_someone_else_keeps_its_reason(node):
