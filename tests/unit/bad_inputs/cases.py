@@ -211,6 +211,8 @@ CASES = [
          'health_check_overrides.xid_13.action: must be one of none, watch, drain, reset, reboot, rma'),
     role('health-state-path-relative', 'health', {'health_state_path': 'state.json'}, 'health_state_path'),
     role('health-idle-without-slurm', 'health', {'health_node_idle_from': 'drain_hook'}, 'health_node_idle_from'),
+    role('health-diag-level-without-budget', 'health', {'health_dcgm_diag_level': 3, 'health_check_timeout': 600},
+         'health_dcgm_diag_level'),
     role('health-brake-over-100', 'health', {'health_drain_max_share': 150}, 'health_drain_max_share'),
     role('health-node-local-interval', 'health', {'health_node_local_interval': 'hourly'}, 'health_node_local_interval'),
     # --- slurm_gres and drain (present when their roles are) -------------------------------------

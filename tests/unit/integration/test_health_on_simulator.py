@@ -188,7 +188,9 @@ def test_expectations_from_the_inventory_and_a_broken_check(fleet):
     before = fleet.smi_calls()
     results, _stdout = fleet.play(host_vars={
         'hgx01': {'health_expected_driver_branch': '580', 'health_dcgm_host': '127.0.0.1:1'},
-        'l40s01': {'health_expected_gpu_model': 'H100', 'health_expected_gpu_count': 4},
+        'l40s01': {'health_expected_gpu_model': 'H100', 'health_expected_gpu_count': 4,
+                   # The medium DCGM diagnostic, opt-in with its time budget (the simulator's dcgmi runs it).
+                   'health_dcgm_diag_level': 2, 'health_check_timeout': 240},
         'a100mig01': {'health_expected_mig_layout': [{'gpus': ['0'], 'profiles': {'3g.20gb': 2}}]},
     })
     after = fleet.smi_calls()
@@ -199,6 +201,8 @@ def test_expectations_from_the_inventory_and_a_broken_check(fleet):
     assert checks(hgx)['dcgm_diag'] == 'fail'
     assert 'dcgmi diag failed' in [c for c in hgx['gpu_health']['checks'] if c['name'] == 'dcgm_diag'][0]['reason']
     assert codes(l40s) == ['gpu_count_low', 'gpu_model_unexpected', 'gpu_model_unexpected']
+    diag = [c for c in l40s['gpu_health']['checks'] if c['name'] == 'dcgm_diag'][0]
+    assert diag['status'] == 'pass' and 'level 2 passed' in diag['reason'], diag
     assert codes(mig) == ['mig_layout_unexpected']
     finding = mig['gpu_health']['findings'][0]
     assert (finding['expected'], finding['found']) == ('3g.20gb x2', '3g.20gb x1')
