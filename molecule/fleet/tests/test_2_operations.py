@@ -333,6 +333,10 @@ def test_8_node_local_health_check_drains_through_the_real_slurmd():
     done = sh("fleet-a100", "/usr/local/sbin/gpufleet-health --textfile /var/lib/prometheus/node-exporter")
     assert "gpufleet-health: healthy, 0 finding(s)" in done.stdout, done.stdout
     assert "gpufleet_health_healthy 1" in out("fleet-a100", "cat /var/lib/prometheus/node-exporter/gpufleet_health.prom")
+    # And by systemd, as the timer starts it: the unit's sandbox lets it read the GPUs and write its two folders.
+    sh("fleet-a100", "rm /var/lib/prometheus/node-exporter/gpufleet_health.prom && systemctl start gpufleet-health.service")
+    assert out("fleet-a100", "systemctl show -p Result --value gpufleet-health.service").strip() == "success"
+    assert "gpufleet_health_healthy 1" in out("fleet-a100", "cat /var/lib/prometheus/node-exporter/gpufleet_health.prom")
     again = job("health-node-local-again", "playbooks/health.yml",
                 {"health_node_local": True, "health_report_dir": os.path.join(WORK, "report-8b")})
     assert all(again.changed(node) == 0 for node in GPU_NODES), again.stats
