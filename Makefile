@@ -20,8 +20,11 @@ SYSTEM_PACKAGES += chromium
 # their own server on a free loopback port, so the packaged daemons are not
 # needed: on the test machine (no systemd as PID 1, and /usr/sbin/policy-rc.d
 # denies starts) apt leaves them stopped; where they do start, they hold 9090
-# and 9100 (prometheus-node-exporter, a Recommends), which no test uses.
-SYSTEM_PACKAGES += prometheus
+# and 9100, which no test uses. Debian's node_exporter serves the node-local
+# health check's textfile to a real Prometheus, on ports of their own
+# (tests/unit/integration/test_health_node_local.py): named here, not left
+# to prometheus' Recommends.
+SYSTEM_PACKAGES += prometheus prometheus-node-exporter
 # QEMU boots the kernel-boundary scenario's node from its own filesystem
 # (molecule/_shared/vm_boot.py; TCG, no KVM needed); mkfs.ext4 -d builds
 # the disk image without a loop device.
