@@ -93,10 +93,13 @@ def _cases_for(name, entry, option):
             add('notbool%d' % number, spelling, 'refuse')
     elif kind == 'int':
         for number, (spelling, meaning) in enumerate(INT_SPELLINGS):
-            if meaning is None:
+            # A whole number outside an integer input's choices is refused like a word.
+            if meaning is None or (choices and meaning not in choices):
                 add('notint%02d' % number, spelling, 'refuse')
             else:
                 add('int%02d' % number, spelling, 'accept', meaning)
+        for number, choice in enumerate(choices or []):
+            add('intchoice%d-text' % number, ' %s ' % choice, 'accept', choice)
     elif kind == 'list':
         sample = _element_sample(option)
         add('list-as-string', 'a,b', 'refuse')
