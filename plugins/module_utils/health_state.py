@@ -83,6 +83,15 @@ def readings(gpus, nvlink_errors, now):
     return {'time': now, 'gpus': result}
 
 
+def advance(state, gpus, nvlink_errors, now, events):
+    """The state to save after a run: this run's readings, or the last good ones when it read no GPU (so the
+    next run still has counters to compare with), and the events remembered (``remember_events``)."""
+    current = readings(gpus, nvlink_errors, now)
+    if not gpus:
+        current = (state or {}).get('readings') or current
+    return dict(state or empty(), readings=current, events=events)
+
+
 def is_event(finding):
     return finding['code'].startswith(_EVENT_PREFIXES) or finding['code'] in _EVENT_CODES
 

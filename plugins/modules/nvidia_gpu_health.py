@@ -489,16 +489,16 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import health_readers, health_state
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_expectations import expectation_findings
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import health_state
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_readers import first_line as _first_line
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_readers import uptime as _uptime
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import (
     Catalog,
     evaluate,
-    events_within,
     health_view,
     is_healthy,
     parse_duration,
-    parse_xid_events,
     sort_findings,
     summarize,
 )
@@ -506,8 +506,6 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.kernels import ins
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
     classify_failure,
     parse_gpu_list,
-    parse_nvlink_errors,
-    parse_nvlink_status,
     parse_xml,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_failures import TIMEOUT_RC
@@ -518,18 +516,11 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi_runner 
 )
 
 XML_ARGS = ['-q', '-x']
-NVLINK_ARGS = ['nvlink', '-s']
-NVLINK_ERROR_ARGS = ['nvlink', '-e']
 LIST_ARGS = ['-L']
 _GPU_INFO_HINT = ('gpu_info must be the registered result of gpufleet.nvidia.nvidia_smi_info with gather containing '
                   'gpus (and fail_on_error: false)')
 _UNPARSABLE_HINT = ('nvidia-smi answered, but not with the XML report of nvidia-smi -q -x. Check that '
                     'nvidia_smi_path points to the real NVIDIA binary and run nvidia-smi -q -x on the host.')
-
-
-def _first_line(text):
-    lines = (text or '').strip().splitlines()
-    return lines[0] if lines else ''
 
 
 def read_gpus(module):
@@ -587,43 +578,10 @@ def read_mig_profiles(module, gpus):
             for gpu in listed for mig in gpu['mig_devices']], 1
 
 
-def _read_nvlink_output(module, args, parse, severity):
-    """(parsed or None, nvlink_error or None) of one nvidia-smi nvlink call."""
-    rc, stdout, stderr = run_nvidia_smi(module, args)
-    command = 'nvidia-smi %s' % ' '.join(args)
-    if rc != 0:
-        failure = classify_failure(rc, stdout, stderr)
-        return None, (severity, '%s failed with rc %s (%s): %s'
-                      % (command, rc, failure.reason, _first_line(stderr or stdout)))
-    try:
-        return parse(stdout), None
-    except ValueError as exc:
-        return None, (severity, '%s output not understood: %s' % (command, exc))
-
-
 def read_nvlink(module, gpu_count):
     """Return (nvlink status list or None, error counters or None, nvlink_error or None, number of calls)."""
-    mode = module.params['check_nvlink']
-    if mode == 'never' or (mode == 'auto' and gpu_count < 2):
-        return None, None, None, 0
-    # In auto mode a host may well have no NVLink; failing to read it then is only worth a note.
-    severity = 'warning' if mode == 'always' else 'info'
-    status, error = _read_nvlink_output(module, NVLINK_ARGS, parse_nvlink_status, severity)
-    if error:
-        return None, None, error, 1
-    # Error counters only where a GPU has a link to count on.
-    if not any(gpu['links'] for gpu in status):
-        return status, None, None, 1
-    counters, error = _read_nvlink_output(module, NVLINK_ERROR_ARGS, parse_nvlink_errors, severity)
-    return status, counters, error, 2
-
-
-def _uptime():
-    try:
-        with open('/proc/uptime') as handle:
-            return float(handle.read().split()[0])
-    except (IOError, OSError, ValueError, IndexError):
-        return None
+    return health_readers.read_nvlink(module.params['check_nvlink'], gpu_count,
+                                      lambda args: run_nvidia_smi(module, args))
 
 
 def _run_reader(module, binary_name, args):
@@ -638,48 +596,14 @@ def _run_reader(module, binary_name, args):
     return stdout, None
 
 
-def _journal(module, window):
-    args = ['-k', '--no-pager', '--quiet', '--output=short-iso']
-    if window is not None:
-        args.append('--since=-%ds' % window)
-    return _run_reader(module, 'journalctl', args)
-
-
-def _dmesg(module, window):
-    text, error = _run_reader(module, 'dmesg', [])
-    if error:
-        return None, None, error
-    return text, _uptime(), None
-
-
 def read_kernel_log(module, window):
     """Return (events, source, error)."""
-    source = module.params['kernel_log_source']
-    if source == 'none':
-        return [], 'none', None
-    if source == 'file':
-        try:
-            with open(module.params['kernel_log_path'], 'rb') as handle:
-                text = handle.read().decode('utf-8', 'replace')
-        except (IOError, OSError) as exc:
-            module.fail_json(msg='cannot read kernel_log_path %s: %s' % (module.params['kernel_log_path'], exc))
-        return parse_xid_events(text), 'file', None
-
-    journal_text = None
-    if source in ('auto', 'journal'):
-        text, error = _journal(module, window)
-        # A journal without kernel messages (containers, volatile storage
-        # that lost them) says nothing; dmesg may still know.
-        if source == 'journal' or (text is not None and text.strip()):
-            return (parse_xid_events(text), 'journal', None) if error is None else ([], 'none', error)
-        journal_text = text
-
-    text, uptime, error = _dmesg(module, window)
-    if error:
-        if source == 'auto' and journal_text is not None:
-            return [], 'journal', None
-        return [], 'none', error
-    return events_within(parse_xid_events(text), uptime, window), 'dmesg', None
+    try:
+        return health_readers.read_kernel_log(
+            module.params['kernel_log_source'], module.params['kernel_log_path'], window,
+            lambda binary, args: _run_reader(module, binary, args), _uptime)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='cannot read kernel_log_path %s: %s' % (module.params['kernel_log_path'], exc))
 
 
 def _check_params(module):
@@ -707,17 +631,13 @@ def _load_state(module):
     return health_state.load(path) if path else health_state.empty()
 
 
-def _save_state(module, state, previous, now, gpus, nvlink_errors, events):
+def _save_state(module, state, now, gpus, nvlink_errors, events):
     """Write the next state; returns whether it was written."""
     path = module.params['state_path']
     if not path or module.check_mode:
         return False
-    readings = health_state.readings(gpus, nvlink_errors, now)
-    # A run that could not read the GPUs keeps the last good readings to compare with.
-    if not gpus:
-        readings = previous or readings
     try:
-        health_state.save(path, dict(state, readings=readings, events=events))
+        health_state.save(path, health_state.advance(state, gpus, nvlink_errors, now, events))
     except (IOError, OSError) as exc:
         module.warn('The health state could not be written to %s: %s' % (path, exc))
         return False
@@ -821,7 +741,7 @@ def main():
     kernels = module_findings(installed_kernels(), platform.release()) if params['check_kernel_modules'] else []
     findings = sort_findings(findings + [catalog.annotate(finding) for finding in expected + kernels])
     findings, already, events = health_state.remember_events(findings, state, now)
-    written = _save_state(module, state, previous, now, gpus, nvlink_errors, events)
+    written = _save_state(module, state, now, gpus, nvlink_errors, events)
 
     summary = summarize(findings)
     healthy = is_healthy(findings, params['fail_on'])

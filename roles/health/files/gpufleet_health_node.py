@@ -60,22 +60,11 @@ def _install_package_path():
 
 
 _install_package_path()
-from ansible_collections.gpufleet.nvidia.plugins.module_utils import health_state  # noqa: E402
+from ansible_collections.gpufleet.nvidia.plugins.module_utils import health_readers, health_state  # noqa: E402
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import (  # noqa: E402
-    Catalog,
-    evaluate,
-    events_within,
-    health_view,
-    is_healthy,
-    parse_duration,
-    parse_xid_events,
-)
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (  # noqa: E402
-    classify_failure,
-    parse_nvlink_errors,
-    parse_nvlink_status,
-    parse_xml,
-)
+    Catalog, evaluate, health_view, is_healthy, parse_duration)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_readers import first_line  # noqa: E402
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import classify_failure, parse_xml  # noqa: E402
 
 
 class ConfigError(Exception):
@@ -128,59 +117,28 @@ def read_gpus(config):
                     'rc': rc, 'pci_bus_id': None, 'stdout': '', 'stderr': ''}, seconds
 
 
-def read_nvlink(config, gpu_count):
-    """(status, error counters, nvlink_error)."""
-    mode = config['nvlink']
-    if mode == 'never' or (mode == 'auto' and gpu_count < 2):
-        return None, None, None
-    severity = 'warning' if mode == 'always' else 'info'
-    parsed = []
-    for args, parse in ((['nvlink', '-s'], parse_nvlink_status), (['nvlink', '-e'], parse_nvlink_errors)):
-        rc, stdout, stderr = run([config['nvidia_smi']] + args, config['timeout'])
+def run_reader(config):
+    """``run_reader(binary, args)`` for the kernel log: (text, None) or (None, error text)."""
+    def reader(binary, args):
+        rc, stdout, stderr = run([binary] + args, config['timeout'])
+        if rc == 124:
+            return None, '%s did not finish within %s seconds' % (binary, config['timeout'])
+        if rc == 127:
+            return None, '%s not found' % binary
         if rc != 0:
-            return None, None, (severity, 'nvidia-smi %s failed with rc %s: %s'
-                                % (' '.join(args), rc, (stderr or stdout).strip()[:200]))
-        try:
-            parsed.append(parse(stdout))
-        except ValueError as exc:
-            return None, None, (severity, 'nvidia-smi %s output not understood: %s' % (' '.join(args), exc))
-        if not any(gpu['links'] for gpu in parsed[0]):
-            return parsed[0], None, None
-    return parsed[0], parsed[1], None
-
-
-def _uptime():
-    try:
-        with open('/proc/uptime') as handle:
-            return float(handle.read().split()[0])
-    except (IOError, OSError, ValueError, IndexError):
-        return None
+            return None, '%s failed with rc %s: %s' % (binary, rc, first_line(stderr or stdout))
+        return stdout, None
+    return reader
 
 
 def read_kernel_log(config):
     """(events, error text or None)."""
-    source, window = config['kernel_log_source'], config['window']
-    if source == 'none':
-        return [], None
-    if source == 'file':
-        try:
-            with open(config['kernel_log_path'], 'rb') as handle:
-                return parse_xid_events(handle.read().decode('utf-8', 'replace')), None
-        except (IOError, OSError) as exc:
-            return [], 'cannot read %s: %s' % (config['kernel_log_path'], exc)
-    if source in ('auto', 'journal'):
-        args = ['journalctl', '-k', '--no-pager', '--quiet', '--output=short-iso']
-        if window is not None:
-            args.append('--since=-%ds' % window)
-        rc, stdout, stderr = run(args, config['timeout'])
-        if rc == 0 and (stdout.strip() or source == 'journal'):
-            return parse_xid_events(stdout), None
-        if source == 'journal':
-            return [], 'journalctl failed with rc %s: %s' % (rc, stderr.strip()[:200])
-    rc, stdout, stderr = run(['dmesg'], config['timeout'])
-    if rc != 0:
-        return [], 'dmesg failed with rc %s: %s' % (rc, stderr.strip()[:200])
-    return events_within(parse_xid_events(stdout), _uptime(), window), None
+    try:
+        events, _source, error = health_readers.read_kernel_log(
+            config['kernel_log_source'], config['kernel_log_path'], config['window'], run_reader(config))
+    except (IOError, OSError) as exc:
+        return [], 'cannot read %s: %s' % (config['kernel_log_path'], exc)
+    return events, error
 
 
 def judge(config, node_idle=None):
@@ -189,7 +147,8 @@ def judge(config, node_idle=None):
     previous = state.get('readings') or None
     now = time.time()
     gpus, smi_failure, seconds = read_gpus(config)
-    nvlink, nvlink_errors, nvlink_error = (None, None, None) if smi_failure else read_nvlink(config, len(gpus))
+    nvlink, nvlink_errors, nvlink_error, _calls = (None, None, None, 0) if smi_failure else health_readers.read_nvlink(
+        config['nvlink'], len(gpus), lambda args: run([config['nvidia_smi']] + args, config['timeout']))
     events, log_error = read_kernel_log(config)
     findings = evaluate(
         gpus, events, thresholds={'require_persistence': config['require_persistence'],
@@ -199,9 +158,8 @@ def judge(config, node_idle=None):
         nvlink_errors=nvlink_errors, previous=previous, now=now, node_idle=node_idle)
     findings, already, remembered = health_state.remember_events(findings, state, now)
     if config['state_path']:
-        readings = health_state.readings(gpus, nvlink_errors, now) if gpus else (previous or {'time': now, 'gpus': {}})
         try:
-            health_state.save(config['state_path'], dict(state, readings=readings, events=remembered))
+            health_state.save(config['state_path'], health_state.advance(state, gpus, nvlink_errors, now, remembered))
         except (IOError, OSError) as exc:
             print('gpufleet-health: the state could not be written to %s: %s' % (config['state_path'], exc),
                   file=sys.stderr)

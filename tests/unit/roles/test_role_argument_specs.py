@@ -50,7 +50,7 @@ NOT_INPUTS = {
     # The result of the read entry point, for the playbooks that decide whom to drain.
     'drain': {'drain_state'},
     # The gpufleet.nvidia.health_catalog_problems and health_drain_plan filters, the catalog's module_utils file.
-    'health': {'health_catalog_problems', 'health_catalog', 'health_drain_plan', 'health_state'},
+    'health': {'health_catalog_problems', 'health_catalog', 'health_drain_plan', 'health_state', 'health_readers'},
     # The results of the internal role's entry points, read by the roles that include it.
     'repository': {'repository_changed', 'repository_ready', 'repository_cuda', 'repository_key'},
     'fabric_manager': {'fabric_manager_nvswitch_present', 'fabric_manager_nvswitches', 'fabric_manager_driver_version',
