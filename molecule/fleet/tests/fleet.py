@@ -92,7 +92,12 @@ class Job(object):
         self.events = []
         for path in glob.glob(os.path.join(self.dir, "job_events", "*.json")):
             with open(path) as handle:
-                self.events.append(json.load(handle))
+                event = json.load(handle)
+            # ansible-runner turns output that no callback event claims into a "verbose" event
+            # without event_data (its OutputEventFilter); CI's upgrade job had one where no local
+            # run did. Every reader below may then rely on the key.
+            event.setdefault("event_data", {})
+            self.events.append(event)
         self.events.sort(key=lambda e: e["counter"])
         stats = [e for e in self.events if e["event"] == "playbook_on_stats"]
         self.stats = stats[-1]["event_data"] if stats else {}
