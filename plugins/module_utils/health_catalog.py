@@ -62,6 +62,10 @@ SOURCES = {
                      'on NVLink multi-node systems (GB200 NVL72), nvidia-smi manual page.',
     'azurehpc-health-checks': 'Azure HPC node health checks, github.com/Azure/azurehpc-health-checks (per-VM-size '
                               'configuration files).',
+    'nvidia-dcgm-diag': 'NVIDIA DCGM diagnostics (dcgmi diag -r 1/2/3; docs.nvidia.com/datacenter/dcgm/latest/'
+                        'user-guide/dcgm-diagnostics.html): each test passes, fails, warns or is skipped.',
+    'nccl-tests': 'NVIDIA nccl-tests (github.com/NVIDIA/nccl-tests, src/util.cu): "Out of bounds values" counts '
+                  'result elements that differ from the expected ones (data checking, -c).',
     'slurm': 'Slurm slurm.conf manual, HealthCheckProgram and scontrol node states.',
     'gpufleet': 'gpufleet policy: no published number exists, so the default is chosen to catch a fault '
                 'without firing on a healthy node; set your own with health_thresholds.',
@@ -217,6 +221,26 @@ CHECKS = {
     'gpu_busy_while_idle': dict(severity='warning', action='drain', source='gpufleet',
                                 what='The scheduler runs no job on the node, yet a GPU has processes or more '
                                      'memory in use than idle_gpu_memory_used_mib_max.'),
+    # --- acceptance tests (load the GPUs; gpu_validation)
+    'dcgm_diag_failed': dict(severity='critical', action='drain', source='nvidia-dcgm-diag',
+                             what='A test of the DCGM diagnostic (level health_dcgm_diag_level) failed.'),
+    'nvbandwidth_low': dict(severity='critical', action='drain', source='azurehpc-health-checks',
+                            what='nvbandwidth\'s copy-engine bandwidth between the host and a GPU is below '
+                                 'nvbandwidth_host_device_gbps_min, or between two GPUs below '
+                                 'nvbandwidth_peer_gbps_min.'),
+    'nccl_allreduce_low': dict(severity='critical', action='drain', source='azurehpc-health-checks',
+                               what='NCCL all_reduce_perf over all the node\'s GPUs averages a bus bandwidth below '
+                                    'nccl_allreduce_busbw_gbps_min.'),
+    'nccl_allreduce_wrong_results': dict(severity='critical', action='drain', source='nccl-tests',
+                                         what='all_reduce_perf found result elements that differ from the expected '
+                                              'ones (Out of bounds values above 0): a GPU or link corrupts data.'),
+    'acceptance_failed': dict(severity='critical', action='drain', source='gpufleet',
+                              what='An acceptance test (dcgm_diag, nvbandwidth, nccl_allreduce) did not complete: it '
+                                   'failed to start, crashed, printed no result or ran out of time.'),
+    'acceptance_not_run': dict(severity='info', action='none', source='gpufleet',
+                               what='An acceptance test that is turned on did not run: no GPU answers, its program is '
+                                    'not installed, a GPU runs processes, or the catalog has no minimum for the '
+                                    'node\'s GPUs. Never counted as a pass.'),
     # --- the fleet (the report compares nodes)
     'fleet_version_mismatch': dict(severity='warning', action='none', source='gpufleet',
                                    what='A GPU\'s VBIOS, InfoROM, GSP firmware or driver version differs from the '
@@ -325,6 +349,24 @@ THRESHOLDS = {
     'nvlink_recovery_errors_max': dict(
         default=0, unit='errors', source='nvidia-dcgm-health',
         what='NVLink recovery errors per link that are tolerated (DCGM fails on any).'),
+    'nvbandwidth_host_device_gbps_min': dict(
+        default=None, unit='GB/s', source='azurehpc-health-checks',
+        models={'A100': 21, 'H100': 48, 'H200': 48, 'GB200': 48},
+        what='Copy-engine bandwidth every GPU must reach from and to the host (nvbandwidth host_to_device_memcpy_ce '
+             'and device_to_host_memcpy_ce; check_gpu_bw\'s first argument on the ND and NC sizes). None: '
+             'nvbandwidth is not run for the model.'),
+    'nvbandwidth_peer_gbps_min': dict(
+        default=None, unit='GB/s', source='azurehpc-health-checks',
+        models={'A100': 235, 'H100': 335, 'H200': 335, 'GB200': 335},
+        what='Copy-engine read bandwidth every pair of GPUs must reach (nvbandwidth device_to_device_memcpy_read_ce; '
+             'check_gpu_bw\'s second argument: 235 on ND A100 v4, 238 on its 80 GB size). None: the pairs are '
+             'not measured.'),
+    'nccl_allreduce_busbw_gbps_min': dict(
+        default=None, unit='GB/s', source='azurehpc-health-checks',
+        models={'A100': 228, 'H100': 460, 'H200': 431, 'GB200': 432},
+        what='Average bus bandwidth of NCCL all_reduce_perf over all the node\'s GPUs at one message size '
+             '(check_nccl_allreduce on ND A100 v4, ND H100 v5, ND H200 v5, ND GB200 v6). Measured on 8 GPUs (GB200: '
+             '4); on another count only a value from health_thresholds is used. None: the test is not run.'),
     'idle_gpu_memory_used_mib_max': dict(
         default=1024, unit='MiB', source='gpufleet',
         what='GPU memory in use on a node without a job above which gpu_busy_while_idle is raised.'),

@@ -26,6 +26,17 @@ description:
   - V(framework) - C(torch.cuda.is_available()) is true and C(torch.cuda.device_count()) matches the host, in a
     container of O(framework_image) or with the Python of O(framework_virtualenv). Skipped when neither is named,
     when the virtualenv is not on the host, and in check mode for a container.
+  - V(nvbandwidth) (off by default) - NVIDIA's C(nvbandwidth) measures copy-engine bandwidth from and to the host on
+    every GPU and between every pair of GPUs; each value must reach the health catalog's minimum for the GPU model
+    (C(nvbandwidth_host_device_gbps_min), C(nvbandwidth_peer_gbps_min); Azure's node health checks), or the value
+    O(thresholds) sets.
+  - V(nccl_allreduce) (off by default) - NCCL's C(all_reduce_perf) from nccl-tests, one process over every GPU of
+    the node at one message size; the average bus bandwidth must reach C(nccl_allreduce_busbw_gbps_min) and no
+    result element may be wrong.
+  - V(dcgm_diag), V(nvbandwidth) and V(nccl_allreduce) are the acceptance tests. They load the GPUs, so
+    V(nvbandwidth) and V(nccl_allreduce) run only when no GPU runs a process and MIG is off. One that is turned on
+    and does not run (no GPU answers, its program is missing, a GPU is busy, the catalog has no minimum for the
+    model) is V(skipped) with an info finding C(acceptance_not_run) in RV(findings) - never a pass.
   - Every command is bounded by O(timeout). When the driver does not answer, the checks that need GPUs are
     skipped with that reason.
 extends_documentation_fragment:
@@ -96,13 +107,50 @@ options:
         O(framework_image) is empty.
     type: str
     default: ""
+  nvbandwidth:
+    description: Run the V(nvbandwidth) acceptance test.
+    type: bool
+    default: false
+  nvbandwidth_path:
+    description: Path of the C(nvbandwidth) program; empty, it is looked up on the C(PATH).
+    type: path
+    default: ""
+  nccl_allreduce:
+    description: Run the V(nccl_allreduce) acceptance test.
+    type: bool
+    default: false
+  nccl_allreduce_path:
+    description: Path of nccl-tests' C(all_reduce_perf) (built without MPI, or with it for one process); empty, it
+      is looked up on the C(PATH).
+    type: path
+    default: ""
+  nccl_allreduce_size:
+    description:
+      - Message size of the all-reduce (C(-b) and C(-e)), such as V(16G), V(8G) or V(512M).
+      - V(auto) takes what Azure's checks measured their minimums with - V(16G) where every GPU has 64 GiB or more,
+        else V(8G).
+    type: str
+    default: auto
+  thresholds:
+    description:
+      - The health catalog's thresholds to change, as the health role's C(health_thresholds) - a value for every
+        model, or C({default, MODEL}) mappings. Unknown names or models fail the module with their names.
+    type: dict
+    default: {}
+  check_overrides:
+    description: The severity and action of finding codes, as the health role's C(health_check_overrides).
+    type: dict
+    default: {}
   timeout:
     description: Seconds each command may take before it is stopped and its check fails.
     type: int
     default: 120
 notes:
   - "Cost: no C(nvidia-smi) process of its own, one C(nvidia-ctk cdi list), one C(dcgmi diag), and the containers or
-    Python of the checks that are named."
+    Python of the checks that are named. V(nvbandwidth) and V(nccl_allreduce) keep every GPU busy while they run
+    (their length on a GPU was not measured by this collection: give O(timeout) room)."
+  - Both acceptance programs run with C(CUDA_DEVICE_ORDER=PCI_BUS_ID), so their device numbers are the
+    C(nvidia-smi) indices of the findings.
   - Run with O(ignore:become=true); C(dcgmi) and the container engines usually need root.
 seealso:
   - module: gpufleet.nvidia.nvidia_smi_info
@@ -125,6 +173,17 @@ EXAMPLES = r"""
   become: true
   register: gpu_checks
 
+- name: Accept a new node - NVLink and copy bandwidth, an all-reduce over its GPUs, DCGM level 2
+  gpufleet.nvidia.gpu_validation:
+    gpu_info: "{{ gpu_info }}"
+    dcgm_diag_level: 2
+    nvbandwidth: true
+    nccl_allreduce: true
+    nccl_allreduce_path: /opt/nccl-tests/build/all_reduce_perf
+    timeout: 900
+  become: true
+  register: acceptance
+
 - name: Stop on a failed check
   ansible.builtin.assert:
     that: gpu_checks.passed
@@ -133,7 +192,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checks:
-  description: One entry per check, in the order V(driver), V(cdi), V(container), V(dcgm_diag), V(framework).
+  description: One entry per check, in the order V(driver), V(cdi), V(container), V(dcgm_diag), V(framework),
+    V(nvbandwidth), V(nccl_allreduce).
   returned: always
   type: list
   elements: dict
@@ -173,6 +233,25 @@ failed_checks:
   type: list
   elements: str
   sample: [dcgm_diag]
+findings:
+  description:
+    - The acceptance tests' findings, in the form of M(gpufleet.nvidia.nvidia_gpu_health)'s, each with the C(check)
+      it comes from - C(dcgm_diag_failed), C(nvbandwidth_low), C(nccl_allreduce_low),
+      C(nccl_allreduce_wrong_results), C(acceptance_failed), and C(acceptance_not_run) (info) for a test that is
+      turned on and did not run.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - code: nccl_allreduce_low
+      severity: critical
+      action: drain
+      source: azurehpc-health-checks
+      check: nccl_allreduce
+      gpu: null
+      evidence: "NCCL all_reduce_perf over 8 GPUs at 16G: average bus bandwidth 401.2 GB/s, below 460."
+      advice: "Drain the node; compare nvidia-smi nvlink -s and topo -m with a healthy node of the model."
+      threshold: {name: nccl_allreduce_busbw_gbps_min, value: 460, source: azurehpc-health-checks}
 """
 
 import json
@@ -181,9 +260,41 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_acceptance import (
+    ALLREDUCE_MEASURED_GPUS,
+    NVBANDWIDTH_HOST_TESTS,
+    NVBANDWIDTH_PEER_TEST,
+    NVBANDWIDTH_SAMPLES,
+    AcceptanceOutputError,
+    allreduce_size,
+    judge_nvbandwidth,
+    parse_all_reduce,
+    parse_nvbandwidth,
+    size_bytes,
+)
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_catalog import Catalog, model_key
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import parse_gpu_list
 
-CHECKS = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework')
+CHECKS = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework', 'nvbandwidth', 'nccl_allreduce')
+# The checks that load the GPUs: one that is turned on and does not run says
+# so with an info finding, so a report never reads "not run" as "passed".
+ACCEPTANCE = ('dcgm_diag', 'nvbandwidth', 'nccl_allreduce')
+# CUDA numbers devices fastest first unless told otherwise; in PCI order its
+# numbers are nvidia-smi's indices, which the findings name.
+CUDA_ENV = {'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'}
+ADVICE = {
+    'dcgm_diag_failed': 'Read the failed DCGM tests: drain the node for hardware failures and open a case with the '
+                        'vendor.',
+    'nvbandwidth_low': 'Drain the node; compare nvidia-smi topo -m, nvlink -s and the PCIe link (nvidia-smi -q) with '
+                       'a healthy node of the model, then reseat or replace what is slow.',
+    'nccl_allreduce_low': 'Drain the node; compare nvidia-smi nvlink -s and topo -m with a healthy node of the model '
+                          'and run nvbandwidth to find the slow GPU or link.',
+    'nccl_allreduce_wrong_results': 'Drain the node: a GPU or link returns wrong data. Run the DCGM diagnostic at '
+                                    'level 3 to find the GPU, and open a case with the vendor.',
+    'acceptance_failed': 'Run the test by hand on the node to see why it stopped (driver, CUDA, NCCL or a GPU).',
+    'acceptance_not_run': 'Install the program, give the node idle GPUs, or set the minimum in health_thresholds; '
+                          'until then the test proves nothing either way.',
+}
 ENGINES = ('docker', 'podman', 'nerdctl')
 KILL_AFTER = 5
 _CDI_GPU = re.compile(r'^nvidia\.com/gpu=(?P<name>\S+)\s*$')
@@ -203,6 +314,26 @@ def result(name, status, reason, **details):
     return {'name': name, 'status': status, 'reason': reason, 'details': details}
 
 
+def _finding(code, severity, gpu, evidence, advice, **extra):
+    finding = {'code': code, 'severity': severity, 'gpu': _gpu_ref(gpu), 'evidence': evidence, 'advice': advice}
+    finding.update(extra)
+    return finding
+
+
+def _gpu_ref(gpu):
+    if gpu is None:
+        return None
+    return {'index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pci_bus_id': gpu.get('pci_bus_id')}
+
+
+def _gbps(value):
+    return '%g' % value
+
+
+def _measured(cell):
+    return 'N/A (not measured)' if cell['value'] is None else '%s GB/s' % _gbps(cell['value'])
+
+
 def first_line(*texts):
     for text in texts:
         for line in (text or '').splitlines():
@@ -214,9 +345,11 @@ def first_line(*texts):
 class Validator(object):
     """Runs the checks of one host; every command goes through ``run``."""
 
-    def __init__(self, module):
+    def __init__(self, module, catalog):
         self.module = module
         self.params = module.params
+        self.catalog = catalog
+        self.findings = []
         info = self.params['gpu_info']
         self.gpus = info.get('gpus') or []
         self.failure = info.get('failure')
@@ -224,12 +357,12 @@ class Validator(object):
         self.uuids = [gpu.get('uuid') for gpu in self.gpus if gpu.get('uuid')]
         self.timeout_bin = module.get_bin_path('timeout')
 
-    def run(self, argv):
+    def run(self, argv, environ=None):
         """(rc, stdout, stderr, timed_out) of ``argv``, bounded by the timeout, in the C locale."""
         timeout = self.params['timeout']
         if self.timeout_bin:
             argv = [self.timeout_bin, '--kill-after=%d' % KILL_AFTER, str(timeout)] + list(argv)
-        rc, stdout, stderr = self.module.run_command(argv, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
+        rc, stdout, stderr = self.module.run_command(argv, environ_update=dict(environ or {}, LC_ALL='C', LANG='C'))
         # 124: timed out; 137 or -9: killed after --kill-after (a command that
         # ignores SIGTERM, as one stuck in the driver does: -9 when timeout's
         # SIGKILL to its process group ended timeout itself too).
@@ -342,22 +475,23 @@ class Validator(object):
             argv += ['--host', self.params['dcgm_host']]
         rc, stdout, stderr, timed_out = self.run(argv + ['--run', str(level), '--json'])
         if timed_out:
-            return result('dcgm_diag', 'fail', 'dcgmi diag --run %s did not finish within %s s.'
-                          % (level, self.params['timeout']))
+            return self.stopped('dcgm_diag', 'dcgmi diag --run %s did not finish within %s s.'
+                                % (level, self.params['timeout']))
         try:
             document = json.loads(stdout)
         except ValueError:
-            return result('dcgm_diag', 'fail', 'dcgmi diag failed with rc %s: %s'
-                          % (rc, first_line(stdout, stderr) or 'no output'))
+            return self.stopped('dcgm_diag', 'dcgmi diag failed with rc %s: %s'
+                                % (rc, first_line(stdout, stderr) or 'no output'))
         tests = dcgm_tests(document)
         failed = [test for test in tests if test['status'] == 'fail']
         details = dict(level=level, tests=tests)
         if failed:
-            return result('dcgm_diag', 'fail', 'DCGM diagnostic level %s failed: %s' % (level, '; '.join(
-                '%s%s' % (test['name'], ' (%s)' % test['message'] if test['message'] else '') for test in failed)),
-                **details)
+            reason = 'DCGM diagnostic level %s failed: %s' % (level, '; '.join(
+                '%s%s' % (test['name'], ' (%s)' % test['message'] if test['message'] else '') for test in failed))
+            self.found('dcgm_diag_failed', 'dcgm_diag', None, reason)
+            return result('dcgm_diag', 'fail', reason, **details)
         if not tests:
-            return result('dcgm_diag', 'fail', 'dcgmi diag (rc %s) reported no test result.' % rc, **details)
+            return self.stopped('dcgm_diag', 'dcgmi diag (rc %s) reported no test result.' % rc, **details)
         return result('dcgm_diag', 'pass', 'DCGM diagnostic level %s passed: %s.'
                       % (level, ', '.join(test['name'] for test in tests)), **details)
 
@@ -411,15 +545,182 @@ class Validator(object):
                       % (answer.get('torch'), answer.get('cuda'), where, answer.get('count'),
                          '' if answer.get('count') == 1 else 's'), **details)
 
+    # ------------------------------------------------------------ acceptance
+
+    def found(self, code, check, gpu, evidence, **extra):
+        """Record a finding of an acceptance test, with the catalog's severity, action and source."""
+        finding = _finding(code, self.catalog.entry(code)[0], gpu, evidence, ADVICE[code], check=check, **extra)
+        self.findings.append(self.catalog.annotate(finding))
+
+    def stopped(self, check, reason, **details):
+        """An acceptance test that did not complete: a failed check with its finding."""
+        self.found('acceptance_failed', check, None, '%s: %s' % (check, reason))
+        return result(check, 'fail', reason, **details)
+
+    def program(self, check, param, name):
+        """(path, skipped result) of an acceptance test's program."""
+        path = self.params[param]
+        if path:
+            if not os.path.exists(path):
+                return None, result(check, 'skipped', '%s is not on this host (%s).' % (path, param))
+            return path, None
+        found = self.module.get_bin_path(name)
+        if not found:
+            return None, result(check, 'skipped', '%s is not installed (not on the PATH; or set %s).' % (name, param))
+        return found, None
+
+    def model(self, check):
+        """(GPU product name, skipped result): the node's one model, and idle GPUs without MIG."""
+        names = sorted(set(gpu.get('name') or 'unknown' for gpu in self.gpus))
+        if len(set(model_key(name) or name for name in names)) > 1:
+            return None, result(check, 'skipped', 'The node mixes GPU models (%s): no one minimum applies.'
+                                % ', '.join(names))
+        busy = [gpu for gpu in self.gpus if gpu.get('processes')]
+        if busy:
+            return None, result(check, 'skipped', 'GPU %s runs processes; the test needs idle GPUs.'
+                                % ', '.join(str(gpu.get('index')) for gpu in busy))
+        if any(gpu.get('mig_mode_current') for gpu in self.gpus):
+            return None, result(check, 'skipped', 'MIG is enabled; the test measures whole GPUs.')
+        return names[0], None
+
+    def ready(self, check, param, name):
+        """(program path, GPU product name, skipped result) of an acceptance test that loads the GPUs."""
+        path, skipped = self.program(check, param, name)
+        if skipped:
+            return None, None, skipped
+        gpu_name, skipped = self.model(check)
+        return path, gpu_name, skipped
+
+    def minimum(self, name, gpu_name):
+        """(value, cited threshold) of a catalog minimum for the node's model."""
+        value = self.catalog.threshold(name, gpu_name)
+        return value, {'name': name, 'value': value, 'source': self.catalog.threshold_source(name, gpu_name)}
+
+    def check_nvbandwidth(self):
+        path, gpu_name, skipped = self.ready('nvbandwidth', 'nvbandwidth_path', 'nvbandwidth')
+        if skipped:
+            return skipped
+        host_min, host_cited = self.minimum('nvbandwidth_host_device_gbps_min', gpu_name)
+        peer_min, peer_cited = self.minimum('nvbandwidth_peer_gbps_min', gpu_name)
+        if len(self.gpus) < 2:
+            peer_min = None
+        tests = list(NVBANDWIDTH_HOST_TESTS if host_min is not None else ()) + (
+            [NVBANDWIDTH_PEER_TEST] if peer_min is not None else [])
+        if not tests:
+            return result('nvbandwidth', 'skipped', 'The catalog has no minimum for %s: set '
+                          'health_thresholds.nvbandwidth_host_device_gbps_min (and nvbandwidth_peer_gbps_min).'
+                          % gpu_name)
+        rc, stdout, stderr, timed_out = self.run([path, '-t'] + tests + ['-i', str(NVBANDWIDTH_SAMPLES)], CUDA_ENV)
+        if timed_out:
+            return self.stopped('nvbandwidth', 'nvbandwidth did not finish within %s s.' % self.params['timeout'])
+        try:
+            parsed = parse_nvbandwidth(stdout)
+        except AcceptanceOutputError as exc:
+            return self.stopped('nvbandwidth', 'unexpected nvbandwidth output (%s).' % exc)
+        if not parsed['tests']:
+            return self.stopped('nvbandwidth', 'nvbandwidth (rc %s) ran no test: %s'
+                                % (rc, first_line(stderr, stdout) or 'no output'))
+        problems, lowest = judge_nvbandwidth(parsed, host_min, peer_min)
+        details = dict(version=parsed['version'], tests=tests, lowest=lowest)
+        stopped = ['%s (%s)' % (p['test'], p['message']) for p in problems if p['row'] is None]
+        if stopped:
+            self.stopped('nvbandwidth', 'no result from %s.' % ', '.join(stopped))
+        short = [p for p in problems if p['row'] is not None]
+        by_gpu = {}
+        for problem in short:
+            peer = problem['test'] == NVBANDWIDTH_PEER_TEST
+            by_gpu.setdefault((problem['row'] if peer else problem['column'], peer), []).append(problem)
+        for (label, peer), cells in sorted(by_gpu.items()):
+            if peer:
+                evidence = 'nvbandwidth %s from GPU %s: %s (minimum %s GB/s).' % (
+                    NVBANDWIDTH_PEER_TEST, label, ', '.join('GPU %s %s' % (c['column'], _measured(c)) for c in cells),
+                    _gbps(peer_min))
+            else:
+                evidence = 'nvbandwidth on GPU %s: %s (minimum %s GB/s).' % (
+                    label, ', '.join('%s %s' % (c['test'], _measured(c)) for c in cells), _gbps(host_min))
+            self.found('nvbandwidth_low', 'nvbandwidth', self.gpu_of(label), evidence,
+                       threshold=peer_cited if peer else host_cited)
+        if stopped or short:
+            return result('nvbandwidth', 'fail', 'nvbandwidth on %s: %s.' % (gpu_name, '; '.join(
+                (['%d value%s below the minimum or not measured' % (len(short), '' if len(short) == 1 else 's')]
+                 if short else []) + (['no result from %s' % ', '.join(stopped)] if stopped else []))), **details)
+        return result('nvbandwidth', 'pass', 'nvbandwidth on %d GPU%s of %s, lowest: %s (minimums: host %s, peer %s '
+                      'GB/s).' % (len(self.gpus), '' if len(self.gpus) == 1 else 's', gpu_name,
+                                  ', '.join('%s %s GB/s' % (name, _gbps(value)) for name, value in sorted(lowest.items())),
+                                  _gbps(host_min) if host_min is not None else '-',
+                                  _gbps(peer_min) if peer_min is not None else '-'), **details)
+
+    def gpu_of(self, label):
+        for gpu in self.gpus:
+            if str(gpu.get('index')) == str(label):
+                return gpu
+        return None
+
+    def check_nccl_allreduce(self):
+        path, gpu_name, skipped = self.ready('nccl_allreduce', 'nccl_allreduce_path', 'all_reduce_perf')
+        if skipped:
+            return skipped
+        count = len(self.gpus)
+        if count < 2:
+            return result('nccl_allreduce', 'skipped', 'One GPU: an all-reduce needs two or more.')
+        minimum, cited = self.minimum('nccl_allreduce_busbw_gbps_min', gpu_name)
+        if minimum is None:
+            return result('nccl_allreduce', 'skipped', 'The catalog has no all-reduce minimum for %s: set '
+                          'health_thresholds.nccl_allreduce_busbw_gbps_min.' % gpu_name)
+        measured_on = ALLREDUCE_MEASURED_GPUS.get(model_key(gpu_name))
+        if cited['source'] != 'inventory' and measured_on != count:
+            return result('nccl_allreduce', 'skipped', 'The catalog\'s minimum for %s was measured on %s GPUs and '
+                          'this node has %d: set health_thresholds.nccl_allreduce_busbw_gbps_min for it.'
+                          % (gpu_name, measured_on, count))
+        size = allreduce_size(self.gpus, self.params['nccl_allreduce_size'])
+        argv = [path, '-b', size, '-e', size, '-f', '2', '-g', str(count), '-c', '1']
+        rc, stdout, stderr, timed_out = self.run(argv, CUDA_ENV)
+        if timed_out:
+            return self.stopped('nccl_allreduce', 'all_reduce_perf did not finish within %s s.'
+                                % self.params['timeout'])
+        try:
+            parsed = parse_all_reduce(stdout)
+        except AcceptanceOutputError as exc:
+            return self.stopped('nccl_allreduce', 'unexpected all_reduce_perf output (%s).' % exc)
+        details = dict(version=parsed['version'], size=size, gpus=parsed['gpus'], busbw=parsed['busbw'],
+                       out_of_bounds=parsed['out_of_bounds'], minimum=minimum)
+        if parsed['busbw'] is None or parsed['out_of_bounds'] is None:
+            # Its own error lines first: the header lines start with "#".
+            plain = '\n'.join(line for line in stdout.splitlines() if not line.startswith('#'))
+            return self.stopped('nccl_allreduce', 'all_reduce_perf (rc %s) printed no result: %s'
+                                % (rc, first_line(stderr, plain, stdout) or 'no output'), **details)
+        if parsed['gpus'] is not None and parsed['gpus'] != count:
+            return self.stopped('nccl_allreduce', 'all_reduce_perf ran on %s of the %d GPUs.'
+                                % (parsed['gpus'], count), **details)
+        what = 'NCCL all_reduce_perf over %d GPUs at %s: average bus bandwidth %s GB/s' % (
+            count, size, _gbps(parsed['busbw']))
+        reasons = []
+        wrong = parsed['out_of_bounds'] or 0
+        if wrong:
+            reasons.append('%d wrong result element%s' % (wrong, '' if wrong == 1 else 's'))
+            self.found('nccl_allreduce_wrong_results', 'nccl_allreduce', None,
+                       '%s, %s (Out of bounds values).' % (what, reasons[-1]))
+        if parsed['busbw'] < minimum:
+            reasons.append('below %s GB/s' % _gbps(minimum))
+            self.found('nccl_allreduce_low', 'nccl_allreduce', None, '%s, below %s.' % (what, _gbps(minimum)),
+                       threshold=cited)
+        if reasons:
+            return result('nccl_allreduce', 'fail', '%s: %s.' % (what, '; '.join(reasons)), **details)
+        return result('nccl_allreduce', 'pass', '%s (minimum %s, %s).' % (what, _gbps(minimum), cited['source']),
+                      **details)
+
     def checks(self):
         checks = []
         for name in CHECKS:
             if not self.params[name]:
                 checks.append(result(name, 'skipped', 'Turned off.'))
-            elif name != 'driver' and not self.driver_usable():
+                continue
+            if name != 'driver' and not self.driver_usable():
                 checks.append(result(name, 'skipped', 'The driver does not answer, so the GPUs cannot be compared.'))
             else:
                 checks.append(getattr(self, 'check_' + name)())
+            if name in ACCEPTANCE and checks[-1]['status'] == 'skipped':
+                self.found('acceptance_not_run', name, None, '%s not run: %s' % (name, checks[-1]['reason']))
         return checks
 
 
@@ -479,16 +780,34 @@ def main():
             framework=dict(type='bool', default=True),
             framework_image=dict(type='str', default=''),
             framework_virtualenv=dict(type='str', default=''),
+            nvbandwidth=dict(type='bool', default=False),
+            nvbandwidth_path=dict(type='path', default=''),
+            nccl_allreduce=dict(type='bool', default=False),
+            nccl_allreduce_path=dict(type='path', default=''),
+            nccl_allreduce_size=dict(type='str', default='auto'),
+            thresholds=dict(type='dict', default={}),
+            check_overrides=dict(type='dict', default={}),
             timeout=dict(type='int', default=120),
         ),
         supports_check_mode=True,
     )
     if module.params['timeout'] <= 0:
         module.fail_json(msg='timeout must be a positive number of seconds, got %s' % module.params['timeout'])
-    checks = Validator(module).checks()
+    if module.params['nccl_allreduce_size'] != 'auto':
+        try:
+            size_bytes(module.params['nccl_allreduce_size'])
+        except ValueError as exc:
+            module.fail_json(msg='nccl_allreduce_size: %s, or auto' % exc)
+    try:
+        catalog = Catalog(module.params['thresholds'], module.params['check_overrides'])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    validator = Validator(module, catalog)
+    checks = validator.checks()
     failed = [check['name'] for check in checks if check['status'] == 'fail']
     lines = ['%s: %s - %s' % (check['name'], check['status'], check['reason']) for check in checks]
-    module.exit_json(changed=False, checks=checks, passed=not failed, failed_checks=failed, lines=lines)
+    module.exit_json(changed=False, checks=checks, passed=not failed, failed_checks=failed, lines=lines,
+                     findings=validator.findings)
 
 
 if __name__ == '__main__':

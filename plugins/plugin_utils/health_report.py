@@ -26,7 +26,7 @@ SEVERITIES = ('critical', 'warning', 'info')
 # The health catalog's action ladder, cheapest first.
 ACTIONS = ('none', 'watch', 'drain', 'reset', 'reboot', 'rma')
 STATUSES = ('unhealthy', 'no_data', 'healthy')
-CHECK_NAMES = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework')
+CHECK_NAMES = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework', 'nvbandwidth', 'nccl_allreduce')
 # Keys of a GPU record that stay out of the report: supported clocks are
 # hundreds of numbers per GPU and say nothing about health.
 DROPPED_GPU_KEYS = ('supported_clocks',)
@@ -391,8 +391,10 @@ def _finding_rows(document):
                 _cell(_e(finding.get('evidence'))),
                 _cell(_e(finding.get('advice'))),
                 '</tr>'))))
+        # A failed check whose findings are in the table (the acceptance tests') needs no row of its own.
+        explained = set(finding.get('check') for finding in host['findings'] if finding.get('check'))
         for check in host['checks']:
-            if check.get('status') == 'fail':
+            if check.get('status') == 'fail' and check.get('name') not in explained:
                 rows.append((0, host['host'], ''.join((
                     '<tr data-host="%s" data-status="%s" data-act="drain" class="f-critical">'
                     % (_e(host['host']), host['status']),
@@ -456,6 +458,8 @@ CHECK_ADVICE = {
     'container': 'Configure the container runtime for NVIDIA (nvidia-ctk runtime configure) and restart the engine.',
     'dcgm_diag': 'Read the failed DCGM tests: drain the node for hardware failures and open a case with the vendor.',
     'framework': 'Check the CUDA build of the framework against the driver and the devices the container may use.',
+    'nvbandwidth': 'Run nvbandwidth by hand on the node and compare with a healthy node of the model.',
+    'nccl_allreduce': 'Run all_reduce_perf by hand on the node and compare with a healthy node of the model.',
 }
 
 _STYLE = """

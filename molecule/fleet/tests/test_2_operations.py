@@ -1,7 +1,9 @@
 """Fleet operations through ansible-runner, as AWX runs them (tests/fleet.py).
 
 In order, on the fleet converged at branch 570:
-  1. health.yml: the report is written and every node is healthy;
+  1. health.yml: the report is written and every node is healthy; the
+     acceptance tests nvbandwidth and all_reduce_perf, turned on by survey
+     strings, say they did not run (info findings), since no node has them;
   2. the health brake on ten inventory hosts (the three nodes and seven more
      names for the HGX's container, with a kernel log of their own): Xid 79 on
      the HGX, Xid 48 on the L40S, which someone else drained in Slurm before,
@@ -108,19 +110,31 @@ def before():
 
 def test_1_health_report_all_healthy():
     report_dir = os.path.join(WORK, "report-1")
-    result = job("health-1", "playbooks/health.yml", {"health_report_dir": report_dir})
+    # The acceptance tests turned on as an AWX survey would (strings). The simulated nodes have no nvbandwidth
+    # and no all_reduce_perf: each says it did not run, as information; none passes, none fails the node.
+    result = job("health-1", "playbooks/health.yml", {"health_report_dir": report_dir,
+                                                      "health_check_nvbandwidth": "true",
+                                                      "health_check_nccl_allreduce": "yes"})
     assert result.status == "successful" and result.rc == 0, result.summary()
     assert result.failed() == [], result.summary()
     assert all(result.changed(node) == 0 for node in GPU_NODES), result.stats
     assert os.path.isfile(os.path.join(report_dir, "gpu-health.html"))
     report = health_report(report_dir)
     assert report_hosts(report) == dict((node, True) for node in GPU_NODES)
+    for host in report["hosts"]:
+        not_run = dict((f["check"], f) for f in host["findings"] if f["code"] == "acceptance_not_run")
+        assert sorted(not_run) == ["nccl_allreduce", "nvbandwidth"], host["findings"]
+        assert all((f["severity"], f["action"], f["source"]) == ("info", "none", "gpufleet") for f in not_run.values())
+        assert "is not installed" in not_run["nvbandwidth"]["evidence"], not_run
+        checks = dict((c["name"], c["status"]) for c in host["checks"])
+        assert checks["nvbandwidth"] == checks["nccl_allreduce"] == "skipped", checks
     gpus = dict((host["host"], len(host["gpus"])) for host in report["hosts"])
     assert gpus == {"fleet-hgx": 8, "fleet-l40s": 2, "fleet-a100": 1}, gpus
     # The page in headless Chromium: every host and GPU shown, nothing loaded from anywhere.
     dom, requests = chromium(os.path.join(report_dir, "gpu-health.html"))
     assert requests == [], requests
     check_dom(dom, report)
+    assert dom.count('data-act="none" class="f-info"') >= 2 * len(GPU_NODES) and "acceptance_not_run" in dom
     # The job's artifacts: event stream, stdout, status, rc.
     assert os.path.isdir(os.path.join(result.dir, "job_events")) and result.stdout
 

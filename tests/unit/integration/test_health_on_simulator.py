@@ -156,7 +156,7 @@ def test_one_nvidia_smi_per_node_findings_checks_and_report(fleet):
     assert a100['gpu_health']['findings'][0]['severity'] == 'critical'
     for result in results.values():
         assert checks(result) == {'driver': 'pass', 'cdi': 'pass', 'container': 'skipped', 'dcgm_diag': 'pass',
-                                  'framework': 'skipped'}
+                                  'framework': 'skipped', 'nvbandwidth': 'skipped', 'nccl_allreduce': 'skipped'}
     assert len(hgx['gpu_health']['gpus']) == 8 and hgx['gpu_health']['driver']['version'] == '570.195.03'
 
     report = json.loads((fleet.report_dir / 'gpu-health.json').read_text())
@@ -197,9 +197,12 @@ def test_expectations_from_the_inventory_and_a_broken_check(fleet):
     # A MIG layout to check costs nvidia-smi -L for the profile names; the other hosts stay at one process.
     assert dict((name, after[name] - before[name]) for name in after) == {'hgx01': 1, 'l40s01': 1, 'a100mig01': 2}
     hgx, l40s, mig = results['hgx01'], results['l40s01'], results['a100mig01']
-    assert codes(hgx) == ['driver_branch_unexpected']
+    # A diagnostic that could not reach its host engine did not complete: a finding of its own.
+    assert codes(hgx) == ['acceptance_failed', 'driver_branch_unexpected']
     assert checks(hgx)['dcgm_diag'] == 'fail'
     assert 'dcgmi diag failed' in [c for c in hgx['gpu_health']['checks'] if c['name'] == 'dcgm_diag'][0]['reason']
+    stopped = [f for f in hgx['gpu_health']['findings'] if f['code'] == 'acceptance_failed'][0]
+    assert (stopped['check'], stopped['action']) == ('dcgm_diag', 'drain') and 'dcgmi diag failed' in stopped['evidence']
     assert codes(l40s) == ['gpu_count_low', 'gpu_model_unexpected', 'gpu_model_unexpected']
     diag = [c for c in l40s['gpu_health']['checks'] if c['name'] == 'dcgm_diag'][0]
     assert diag['status'] == 'pass' and 'level 2 passed' in diag['reason'], diag

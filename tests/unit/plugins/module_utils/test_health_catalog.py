@@ -47,8 +47,8 @@ def test_every_check_has_a_severity_an_action_of_the_ladder_and_a_known_source()
 
 
 def _emitted_codes():
-    """Every literal finding code the collection's plugins can emit (first argument of a _finding call,
-    or a 'code': '...' entry)."""
+    """Every literal finding code the collection's plugins can emit (first argument of a _finding or found
+    call, or a 'code': '...' entry)."""
     found = set()
     for folder, _dirs, files in os.walk(PLUGINS):
         for name in files:
@@ -57,7 +57,9 @@ def _emitted_codes():
             with open(os.path.join(folder, name)) as handle:
                 tree = ast.parse(handle.read())
             for node in ast.walk(tree):
-                if (isinstance(node, ast.Call) and getattr(node.func, 'id', None) == '_finding' and node.args
+                # _finding(code, ...), and gpu_validation's self.found(code, ...).
+                if (isinstance(node, ast.Call) and (getattr(node.func, 'id', None) == '_finding'
+                                                    or getattr(node.func, 'attr', None) == 'found') and node.args
                         and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
                     found.add(node.args[0].value)
                 if isinstance(node, ast.Dict):

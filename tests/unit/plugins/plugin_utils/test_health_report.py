@@ -194,3 +194,34 @@ def test_the_action_writes_nothing_in_check_mode_or_without_dest(tmp_path):
 def test_the_action_refuses_bad_arguments(tmp_path, args):
     with pytest.raises(gpu_health_report.AnsibleActionFail):
         run_action(tmp_path, args)
+
+
+def test_acceptance_findings_replace_the_generic_check_row():
+    """A failed acceptance test comes with its findings (code, action, source, threshold): the report shows
+    those, not a second "check failed" row; a test that did not run is information, and the host stays healthy."""
+    gpus = [synthetic_gpu(i, 'NVIDIA H100 80GB HBM3', 81559, 1) for i in range(8)]
+    driver = {'version': '570.195.03', 'branch': '570', 'cuda_version': '12.8'}
+    slow = {'code': 'nccl_allreduce_low', 'severity': 'critical', 'action': 'drain',
+            'source': 'azurehpc-health-checks', 'check': 'nccl_allreduce', 'gpu': None,
+            'evidence': 'NCCL all_reduce_perf over 8 GPUs at 16G: average bus bandwidth 401.2 GB/s, below 460.',
+            'advice': 'Drain the node.',
+            'threshold': {'name': 'nccl_allreduce_busbw_gbps_min', 'value': 460, 'source': 'azurehpc-health-checks'}}
+    not_run = {'code': 'acceptance_not_run', 'severity': 'info', 'action': 'none', 'source': 'gpufleet',
+               'check': 'nvbandwidth', 'gpu': None, 'advice': 'Install it.',
+               'evidence': 'nvbandwidth not run: nvbandwidth is not installed (not on the PATH; or set '
+                           'nvbandwidth_path).'}
+    failed = checks() + [
+        {'name': 'nvbandwidth', 'status': 'skipped', 'reason': 'nvbandwidth is not installed.', 'details': {}},
+        {'name': 'nccl_allreduce', 'status': 'fail', 'reason': 'below 460 GB/s.', 'details': {}}]
+    quiet = checks() + [
+        {'name': 'nvbandwidth', 'status': 'skipped', 'reason': 'nvbandwidth is not installed.', 'details': {}}]
+    document = build_report({'hgx01': result_for(gpus, driver, [slow, not_run], failed),
+                             'hgx02': result_for(gpus, driver, [not_run], quiet)}, GENERATED)
+    hosts = dict((h['host'], h) for h in document['hosts'])
+    assert hosts['hgx01']['status'] == 'unhealthy' and hosts['hgx02']['status'] == 'healthy'
+    assert [(e['code'], e['action'], e['hosts']) for e in document['by_code']] == [
+        ('nccl_allreduce_low', 'drain', 1), ('acceptance_not_run', 'none', 2)]
+    page = render_html(document)
+    assert 'check_nccl_allreduce' not in page and 'nccl_allreduce_low' in page and 'acceptance_not_run' in page
+    written = dict((h['host'], h) for h in json.loads(render_json(document))['hosts'])
+    assert written['hgx01']['findings'][0]['threshold']['value'] == 460
