@@ -451,6 +451,22 @@ _MIG_LINE = re.compile(r'^\s+MIG\s+(?P<profile>\S+)\s+Device\s+(?P<index>\d+):\s
                        r'(?:\(UUID:\s*(?P<uuid>[^)]+?)\s*\))?\s*$')
 
 
+def attach_processes(gpus, processes):
+    """Copies of GPU records with their ``processes`` again.
+
+    ``nvidia_smi_info`` returns a GPU's processes in one flat list (``processes``, with ``gpu_index``) and
+    leaves them out of the records; a judge of the records puts them back. ``processes`` None (not
+    gathered) leaves the records as they are.
+    """
+    if processes is None:
+        return list(gpus)
+    by_gpu = {}
+    for proc in processes:
+        by_gpu.setdefault(proc.get('gpu_index'), []).append(
+            dict((key, value) for key, value in proc.items() if key not in ('gpu_index', 'gpu_uuid')))
+    return [dict(gpu, processes=by_gpu.get(gpu.get('index'), [])) for gpu in gpus]
+
+
 def parse_gpu_list(text):
     """Parse ``nvidia-smi -L``: GPUs with their MIG devices.
 

@@ -273,7 +273,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_acceptance 
     size_bytes,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_catalog import Catalog, model_key
-from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import parse_gpu_list
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import attach_processes, parse_gpu_list
 
 CHECKS = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework', 'nvbandwidth', 'nccl_allreduce')
 # The checks that load the GPUs: one that is turned on and does not run says
@@ -351,7 +351,7 @@ class Validator(object):
         self.catalog = catalog
         self.findings = []
         info = self.params['gpu_info']
-        self.gpus = info.get('gpus') or []
+        self.gpus = attach_processes(info.get('gpus') or [], info.get('processes'))
         self.failure = info.get('failure')
         self.driver = (info.get('driver') or {}).get('version')
         self.uuids = [gpu.get('uuid') for gpu in self.gpus if gpu.get('uuid')]

@@ -504,6 +504,7 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import 
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.kernels import installed_kernels, module_findings
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import (
+    attach_processes,
     classify_failure,
     parse_gpu_list,
     parse_xml,
@@ -544,7 +545,7 @@ def gpus_from_info(module, info):
     """(gpu records, driver_version, smi_failure, smi_warnings, seconds, mig_devices) of an nvidia_smi_info result."""
     if not isinstance(info.get('gpus'), list) or 'gpus' not in (info.get('gathered') or ['gpus']):
         module.fail_json(msg=_GPU_INFO_HINT)
-    gpus, failure = info['gpus'], info.get('failure')
+    gpus, failure = attach_processes(info['gpus'], info.get('processes')), info.get('failure')
     warnings = list(info.get('nvidia_smi_warnings') or [])
     mig_devices = info.get('mig_devices')
     smi_failure = None

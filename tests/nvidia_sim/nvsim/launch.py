@@ -20,6 +20,9 @@ TOOLS = {
     "nvidia-sim-hw": ("tools", "hw_main", False),
     "nvidia-sim-modload": ("tools", "modload_main", False),
     "nvidia-sim-workload": ("tools", "workload_main", False),
+    # Host-side test doubles only (not packaged): tests/unit/integration.
+    "nvbandwidth": ("acceptance", "nvbandwidth_main", True),
+    "all_reduce_perf": ("acceptance", "all_reduce_main", True),
 }
 
 

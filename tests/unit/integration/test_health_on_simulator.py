@@ -243,3 +243,43 @@ def test_only_unhealthy_nodes_are_drained_and_only_when_asked(fleet, tmp_path):
     lines = drained.read_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith('a100mig01 ') and 'gpu health: xid_79' in lines[0]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith('record-')) == ['record-a100mig01']
+
+
+def test_acceptance_tests_through_the_role_on_the_simulators_programs(fleet):
+    """nvbandwidth and all_reduce_perf turned on by survey strings. The programs are the simulator's (host-side
+    test doubles printing the real tools' layouts, numbers from a model of the profile's PCIe and NVLink): what
+    this proves is the role's wiring and judgement, not NVIDIA's numbers."""
+    on = {'health_check_nvbandwidth': 'true', 'health_check_nccl_allreduce': 'yes', 'health_check_timeout': '60'}
+    results, _stdout = fleet.play(group_vars=on)
+    hgx, l40s, mig = results['hgx01'], results['l40s01'], results['a100mig01']
+    # 8x H100: both run and pass the catalog's H100 minimums (48 / 335 GB/s, 460 GB/s all-reduce).
+    assert checks(hgx)['nvbandwidth'] == checks(hgx)['nccl_allreduce'] == 'pass', hgx['gpu_health']['checks']
+    assert codes(hgx) == [] and hgx['gpu_health']['healthy'] is True
+    # L40S: no published minimum; the A100 is in MIG mode. Neither runs, both say so, neither is unhealthy for it.
+    for result, why in ((l40s, 'The catalog has no'), (mig, 'MIG is enabled')):
+        assert codes(result) == ['acceptance_not_run', 'acceptance_not_run'] and result['gpu_health']['healthy']
+        assert all(why in f['evidence'] for f in result['gpu_health']['findings']), result['gpu_health']['findings']
+
+    # GPU 5 of the HGX copies from the host at 11 GB/s; GPU 2 returns wrong data in the all-reduce.
+    host = fleet.hosts['hgx01']
+    state = host.state()
+    state.setdefault('gpus', {}).setdefault('5', {})['acceptance'] = {'h2d_gbps': 11.0}
+    state['gpus'].setdefault('2', {})['acceptance'] = {'wrong_results': 3}
+    host.write('var/lib/nvidia-sim/state.json', json.dumps(state))
+    results, _stdout = fleet.play(host_vars={'hgx01': on})
+    hgx = results['hgx01']['gpu_health']
+    assert hgx['healthy'] is False and sorted(f['code'] for f in hgx['findings']) == [
+        'nccl_allreduce_wrong_results', 'nvbandwidth_low']
+    slow = [f for f in hgx['findings'] if f['code'] == 'nvbandwidth_low'][0]
+    assert slow['gpu']['index'] == 5 and 'host_to_device_memcpy_ce 11 GB/s' in slow['evidence'], slow
+    assert (slow['action'], slow['threshold']['value'], slow['threshold']['source']) == (
+        'drain', 48, 'azurehpc-health-checks')
+    report = json.loads((fleet.report_dir / 'gpu-health.json').read_text())
+    assert set(['nvbandwidth_low', 'nccl_allreduce_wrong_results']) <= set(e['code'] for e in report['by_code'])
+
+    # A job on GPU 1: the tests do not run on busy GPUs; nothing is judged, nothing passes.
+    host.start_workload('--gpu', '1', '--memory', '2048')
+    results, _stdout = fleet.play(host_vars={'hgx01': on})
+    hgx = results['hgx01']['gpu_health']
+    assert sorted(f['code'] for f in hgx['findings']) == ['acceptance_not_run', 'acceptance_not_run']
+    assert all('GPU 1 runs processes' in f['evidence'] for f in hgx['findings']) and hgx['healthy'] is True

@@ -130,3 +130,18 @@ def test_mig_layout_unknown_when_nvidia_smi_list_fails(monkeypatch, module_exits
         monkeypatch, module_exits, dict(QUIET, gpu_info=gpu_info({}), expected_mig_layout=[{'profiles': {'1g.20gb': 4}}]),
         [(SMI_LIST, 255, '', 'Unknown Error\n')])
     assert codes(result) == ['mig_layout_unknown']
+
+
+def test_processes_listed_apart_are_put_back_on_their_gpu(monkeypatch, module_exits):
+    """nvidia_smi_info returns processes in one flat list; a small one on an idle node is still work on a GPU."""
+    info = gpu_info({}, {}, gathered=['gpus', 'mig', 'processes'], processes=[
+        {'gpu_index': 1, 'gpu_uuid': 'GPU-1', 'pid': 4242, 'type': 'C', 'name': 'python3', 'used_memory_mib': 300,
+         'gpu_instance_id': None, 'compute_instance_id': None}])
+    result, _failed, host = run_module(monkeypatch, module_exits, dict(QUIET, gpu_info=info, node_idle=True), [])
+    assert host.calls == []
+    busy = [f for f in result['findings'] if f['code'] == 'gpu_busy_while_idle']
+    assert [f['gpu']['index'] for f in busy] == [1] and 'python3 pid 4242' in busy[0]['evidence'], result['findings']
+    # Not gathered: the records are judged as they are.
+    result, _failed, _host = run_module(monkeypatch, module_exits, dict(QUIET, gpu_info=gpu_info({}, {}),
+                                                                       node_idle=True), [])
+    assert 'gpu_busy_while_idle' not in codes(result)
