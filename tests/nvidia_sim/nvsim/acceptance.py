@@ -144,12 +144,11 @@ def all_reduce_main(argv):
         options[argv[position]] = argv[position + 1]
         position += 2
     count = int(options["-g"])
+    header = ("# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s(factor) warmup iters: 1 iters: 20 agg iters: 1 "
+              "validation: %s graph: 0 unalign: 0"
+              % (count, _size(options["-b"]), _size(options["-e"]), options["-f"], options["-c"]))
     lines = ["# nccl-tests version 2.17.6-sim nccl-headers=22807 nccl-library=22807",
-             "# Collective test starting: all_reduce_perf",
-             "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s(factor) warmup iters: 1 iters: 20 agg iters: 1 "
-             "validation: %s graph: 0 unalign: 0" % (count, _size(options["-b"]), _size(options["-e"]), options["-f"],
-                                                      options["-c"]),
-             "#", "# Using devices"]
+             "# Collective test starting: all_reduce_perf", header, "#", "# Using devices"]
     error = _driver_error()
     gpus = gpu_view.load_gpus()
     if error or count > len(gpus):

@@ -142,6 +142,6 @@ def test_processes_listed_apart_are_put_back_on_their_gpu(monkeypatch, module_ex
     busy = [f for f in result['findings'] if f['code'] == 'gpu_busy_while_idle']
     assert [f['gpu']['index'] for f in busy] == [1] and 'python3 pid 4242' in busy[0]['evidence'], result['findings']
     # Not gathered: the records are judged as they are.
-    result, _failed, _host = run_module(monkeypatch, module_exits, dict(QUIET, gpu_info=gpu_info({}, {}),
-                                                                       node_idle=True), [])
+    plain = dict(QUIET, gpu_info=gpu_info({}, {}), node_idle=True)
+    result, _failed, _host = run_module(monkeypatch, module_exits, plain, [])
     assert 'gpu_busy_while_idle' not in codes(result)
