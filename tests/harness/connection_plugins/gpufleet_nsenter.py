@@ -40,8 +40,11 @@ options:
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import threading
+import time
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.text.converters import to_bytes, to_text
@@ -52,6 +55,42 @@ display = Display()
 
 CACHE_DIR = os.path.join(tempfile.gettempdir(), "gpufleet-nsenter-%d" % os.getuid())
 CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _stopped(pid):
+    """True when the process is stopped by a signal (state T in /proc/<pid>/stat); None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return None
+
+
+def continue_when_stopped(proc, interval=0.2):
+    """Send SIGCONT to ``proc`` whenever it stops, until it ends.
+
+    util-linux's nsenter passes job control on: when its child stops, it stops itself (SIGSTOP) and waits
+    for a SIGCONT, which here no shell would ever send. A reboot stops its child: systemd's shutdown stops
+    every process of the container for a moment before it kills them all, so a command still running
+    then (the reboot command's own shell) left nsenter stopped, its dead child unreaped and the
+    container's init unable to end: in one fault suite run, case 19 waited 23 minutes for a reboot until
+    nsenter was continued by hand. Once continued, nsenter continues its child and reaps it.
+    """
+    def watch():
+        while proc.poll() is None:
+            state = _stopped(proc.pid)
+            if state is None:
+                return
+            if state:
+                try:
+                    os.kill(proc.pid, signal.SIGCONT)
+                except OSError:
+                    return
+            time.sleep(interval)
+
+    thread = threading.Thread(target=watch, name="nsenter-continue-%d" % proc.pid, daemon=True)
+    thread.start()
+    return thread
 
 
 def _start_time(pid):
@@ -183,8 +222,10 @@ class Connection(ConnectionBase):
         argv = self._argv(target, command)
         display.vvv("EXEC %s" % " ".join(argv[-3:]), host=self.get_option("remote_addr"))
         try:
-            return subprocess.Popen([to_bytes(a, errors="surrogate_or_strict") for a in argv], stdin=stdin,
+            proc = subprocess.Popen([to_bytes(a, errors="surrogate_or_strict") for a in argv], stdin=stdin,
                                     stdout=stdout, stderr=subprocess.PIPE, preexec_fn=join_cgroups)
+            continue_when_stopped(proc)
+            return proc
         except (OSError, subprocess.SubprocessError) as exc:
             # The container stopped between the check and the fork (its cgroup went away): a reboot.
             self._target = None
