@@ -273,6 +273,8 @@ from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_acceptance 
     size_bytes,
 )
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.health_catalog import Catalog, model_key
+# One shape for every finding, the judge's and the acceptance tests'.
+from ansible_collections.gpufleet.nvidia.plugins.module_utils.gpu_health import _finding
 from ansible_collections.gpufleet.nvidia.plugins.module_utils.nvidia_smi import attach_processes, parse_gpu_list
 
 CHECKS = ('driver', 'cdi', 'container', 'dcgm_diag', 'framework', 'nvbandwidth', 'nccl_allreduce')
@@ -312,18 +314,6 @@ FRAMEWORK_SCRIPT = '\n'.join((
 
 def result(name, status, reason, **details):
     return {'name': name, 'status': status, 'reason': reason, 'details': details}
-
-
-def _finding(code, severity, gpu, evidence, advice, **extra):
-    finding = {'code': code, 'severity': severity, 'gpu': _gpu_ref(gpu), 'evidence': evidence, 'advice': advice}
-    finding.update(extra)
-    return finding
-
-
-def _gpu_ref(gpu):
-    if gpu is None:
-        return None
-    return {'index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'pci_bus_id': gpu.get('pci_bus_id')}
 
 
 def _gbps(value):
